@@ -1,0 +1,855 @@
+"""Check an AST and compile it into Python closures.
+
+Every AST node becomes a closure `fn(activation) -> value`; a parent calls its children's
+closures directly, so evaluating an expression is a handful of Python calls with no tree
+walk and no conversion of the input. Checking happens in the same pass: unknown variables
+and functions are reported with their position, result types are inferred where they can
+be, and operators applied to types that can never match are rejected.
+
+Errors are values in CEL: here they are exceptions, and the operators that absorb errors
+(`&&`, `||`, `?:` and the `all` / `exists` macros) catch them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from policyext.cel import ast
+from policyext.cel import operators as ops
+from policyext.cel.code import COST, Activation, Code, Fn, charge, constant
+from policyext.cel.comprehensions import compile_comprehension
+from policyext.cel.errors import CELCheckError, CELEvalError, no_such_overload
+from policyext.cel.functions import DYN, FunctionTable, MemberTable, Overload
+from policyext.cel.lexer import position
+from policyext.cel.lib.regex import compile_regex
+from policyext.cel.values import (
+    CELType,
+    Optional,
+    UInt,
+    cel_equals,
+    map_get,
+    type_name,
+)
+
+_MISSING: Final = object()
+
+TYPE_NAMES: Final = frozenset(
+    (
+        "bool",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "bytes",
+        "list",
+        "map",
+        "null_type",
+        "type",
+        "google.protobuf.Duration",
+        "google.protobuf.Timestamp",
+        "optional_type",
+        # the types of the Kubernetes libraries
+        "kubernetes.Quantity",
+        "kubernetes.Semver",
+        "kubernetes.URL",
+        "net.IP",
+        "net.CIDR",
+    )
+)
+
+_NUMERIC: Final = frozenset(("int", "uint", "double"))
+_CONCRETE: Final = frozenset(
+    ("bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type")
+)
+# which concrete operand types each arithmetic operator accepts (same type on both sides)
+_ARITHMETIC_TYPES: Final = {
+    "_+_": frozenset(("int", "uint", "double", "string", "bytes", "list")),
+    "_-_": frozenset(("int", "uint", "double")),
+    "_*_": frozenset(("int", "uint", "double")),
+    "_/_": frozenset(("int", "uint", "double")),
+    "_%_": frozenset(("int", "uint")),
+}
+_ARITHMETIC: Final = {
+    "_+_": ops.add,
+    "_-_": ops.sub,
+    "_*_": ops.mul,
+    "_/_": ops.div,
+    "_%_": ops.mod,
+}
+_ORDERING: Final = {
+    "_<_": (ops.less, operator.lt),
+    "_<=_": (ops.less_equal, operator.le),
+    "_>_": (ops.greater, operator.gt),
+    "_>=_": (ops.greater_equal, operator.ge),
+}
+_FAST_ORDERED: Final = frozenset((int, float, str))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what an expression may be and do."""
+
+    max_source_length: int = 10_000
+    max_nesting_depth: int = 50
+    max_comprehension_nesting: int = 2
+    cost_budget: int = 1_000_000
+
+
+class Compiler:
+    def __init__(
+        self,
+        source: str,
+        variables: Mapping[str, str],
+        functions: FunctionTable,
+        limits: Limits,
+        *,
+        check: bool = True,
+    ) -> None:
+        self.source = source
+        self.variables = dict(variables)
+        self.functions = functions
+        self.limits = limits
+        self.check = check
+        self.locals: dict[str, int] = {}  # comprehension variables in scope -> count
+        self.loop_depth = 0
+        self.uses_frame = False  # comprehensions or metered calls write into the activation
+        self.references: set[str] = set()
+        self.selections: set[tuple[str, str]] = set()
+
+    # -- errors ------------------------------------------------------------------------
+    def error(self, message: str, node: ast.Node | int) -> CELCheckError:
+        offset = node if isinstance(node, int) else node.offset
+        line, column = position(self.source, offset)
+        return CELCheckError(message, line, column)
+
+    # -- dispatch ----------------------------------------------------------------------
+    def compile(self, node: ast.Node) -> Code:
+        if isinstance(node, ast.Literal):
+            return constant(node.value)
+        if isinstance(node, ast.Ident):
+            return self.ident(node)
+        if isinstance(node, ast.Select):
+            return self.select(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.ListLit):
+            return self.list_literal(node)
+        if isinstance(node, ast.MapLit):
+            return self.map_literal(node)
+        if isinstance(node, ast.Comprehension):
+            return self.comprehension(node)
+        if isinstance(node, ast.StructLit):
+            raise self.error(f"message construction is not supported: {node.type_name}", node)
+        raise self.error(f"unsupported expression {type(node).__name__}", node)
+
+    # -- names -------------------------------------------------------------------------
+    def is_variable(self, name: str) -> bool:
+        return name in self.locals or name in self.variables
+
+    def ident(self, node: ast.Ident) -> Code:
+        name = node.name
+        if name in self.locals:
+            return Code(operator.itemgetter(name))
+        if name in self.variables:
+            self.references.add(name)
+            return self.variable(name, self.variables[name])
+        if name in TYPE_NAMES:
+            return constant(CELType(name), "type")
+        if self.check:
+            raise self.error(f"undeclared reference to '{name}'", node)
+        return self.variable(name, DYN)
+
+    def variable(self, name: str, type_: str) -> Code:
+        def read(a: Activation) -> object:
+            try:
+                return a[name]
+            except KeyError:
+                raise CELEvalError(f"no such attribute: '{name}' is not bound") from None
+
+        return Code(read, type_)
+
+    def qualified(self, node: ast.Node) -> str | None:
+        """The dotted name of `a.b.c` when `a` is not a variable in scope."""
+        parts: list[str] = []
+        while isinstance(node, ast.Select) and not node.test_only and not node.optional:
+            parts.append(node.field)
+            node = node.operand
+        if not isinstance(node, ast.Ident) or node.name in self.locals:
+            return None
+        parts.append(node.name)
+        return ".".join(reversed(parts))
+
+    # -- selection ---------------------------------------------------------------------
+    def select(self, node: ast.Select) -> Code:
+        if not node.test_only and not node.optional:
+            name = self.qualified(node)
+            if name is not None:
+                resolved = self.resolve_dotted(name, node)
+                if resolved is not None:
+                    return resolved
+        field = node.field
+        if node.test_only:
+            operand = self.compile(node.operand)
+            self.note_selection(node.operand, field)
+            fn = operand.fn
+
+            def has(a: Activation) -> bool:
+                v = fn(a)
+                if type(v) is dict:
+                    return field in v
+                return ops.has_field(v, field)
+
+            return Code(has, "bool", cost=operand.cost + 1)
+        if node.optional:
+            operand = self.compile(node.operand)
+            self.note_selection(node.operand, field)
+            fn = operand.fn
+            return Code(
+                lambda a: ops.optional_select(fn(a), field), "optional_type", cost=operand.cost + 1
+            )
+        return self.access_chain(node)
+
+    def resolve_dotted(self, name: str, node: ast.Node) -> Code | None:
+        """Dotted names that denote a declared variable (`a.b` declared as such) or a type."""
+        root = name.split(".", 1)[0]
+        if name in self.variables:
+            self.references.add(name)
+            return self.variable(name, self.variables[name])
+        if root in self.variables:
+            return None
+        if name in TYPE_NAMES:
+            return constant(CELType(name), "type")
+        for prefix_end in range(name.count("."), 0, -1):
+            prefix = name.rsplit(".", prefix_end)[0]
+            if prefix in self.variables:
+                return None
+        return None
+
+    def note_selection(self, operand: ast.Node, field: str) -> None:
+        if isinstance(operand, ast.Ident) and operand.name in self.variables:
+            self.selections.add((operand.name, field))
+
+    def access_chain(self, node: ast.Node) -> Code:
+        """`v.a.b['c']`: a chain of field selections and constant-key indexes compiles into
+        one closure that indexes dicts directly and falls back to the exact CEL semantics
+        (errors, optionals) only when that fails."""
+        steps: list[tuple[bool, object]] = []  # (is_field, key)
+        while True:
+            if isinstance(node, ast.Select) and not node.test_only and not node.optional:
+                name = self.qualified(node)
+                if name is not None and self.resolve_dotted(name, node) is not None:
+                    break
+                steps.append((True, node.field))
+                node = node.operand
+            elif (
+                isinstance(node, ast.Call)
+                and node.function == "_[_]"
+                and isinstance(node.args[1], ast.Literal)
+                and type(node.args[1].value) is str
+            ):
+                steps.append((False, node.args[1].value))
+                node = node.args[0]
+            else:
+                break
+        steps.reverse()
+        base = self.compile(node)
+        if isinstance(node, ast.Ident) and node.name in self.variables and steps[0][0]:
+            self.selections.add((node.name, str(steps[0][1])))
+        base_fn = base.fn
+        keys = [k for _, k in steps]
+
+        def slow(a: Activation) -> object:
+            v = base_fn(a)
+            for is_field, key in steps:
+                v = ops.select(v, key) if is_field else ops.index(v, key)  # type: ignore[arg-type]
+            return v
+
+        fast_errors = (KeyError, TypeError, IndexError)
+        if len(keys) == 1:
+            (k0,) = keys
+
+            def chain(a: Activation) -> object:
+                try:
+                    return base_fn(a)[k0]
+                except fast_errors:
+                    return slow(a)
+
+        elif len(keys) == 2:
+            k0, k1 = keys
+
+            def chain(a: Activation) -> object:
+                try:
+                    return base_fn(a)[k0][k1]
+                except fast_errors:
+                    return slow(a)
+
+        elif len(keys) == 3:
+            k0, k1, k2 = keys
+
+            def chain(a: Activation) -> object:
+                try:
+                    return base_fn(a)[k0][k1][k2]
+                except fast_errors:
+                    return slow(a)
+
+        else:
+
+            def chain(a: Activation) -> object:
+                try:
+                    v = base_fn(a)
+                    for k in keys:
+                        v = v[k]
+                    return v
+                except fast_errors:
+                    return slow(a)
+
+        if base.const:
+            # fold a selection on a constant map (errors stay runtime errors)
+            try:
+                return constant(slow({}))
+            except CELEvalError:
+                pass
+        if base.type not in (DYN, "map") and base.type in _CONCRETE and self.check:
+            raise self.error(f"type '{base.type}' does not support field selection", node)
+        return Code(chain, DYN, cost=base.cost + len(keys))
+
+    # -- calls -------------------------------------------------------------------------
+    def call(self, node: ast.Call) -> Code:
+        name = node.function
+        if node.target is None:
+            special = _SPECIAL_OPERATORS.get(name)
+            if special is not None:
+                return special(self, node)
+            return self.global_call(name, node.args, node)
+        dotted = self.qualified(node.target)
+        if dotted is not None and not self.is_variable(dotted.split(".", 1)[0]):
+            qualified_name = f"{dotted}.{name}"
+            if self.functions.find_global(qualified_name, len(node.args)) is not None:
+                return self.global_call(qualified_name, node.args, node)
+        return self.member_call(node)
+
+    def args(self, nodes: list[ast.Node]) -> list[Code]:
+        return [self.compile(n) for n in nodes]
+
+    def global_call(self, name: str, arg_nodes: list[ast.Node], node: ast.Node) -> Code:
+        overload = self.functions.find_global(name, len(arg_nodes))
+        if overload is None:
+            known = name in self.functions.global_names()
+            return self.unknown_function(name, known, self.args(arg_nodes), node)
+        args = self.args(arg_nodes)
+        special = self.specialize(_specialize_global, name, args, node)
+        if special is not None:
+            return special
+        return self.apply(overload, args, node)
+
+    def member_call(self, node: ast.Call) -> Code:
+        assert node.target is not None
+        name = node.function
+        table = self.functions.find_member(name, len(node.args))
+        if table is None:
+            known = name in self.functions.member_names()
+            args = [self.compile(node.target), *self.args(node.args)]
+            return self.unknown_function(name, known, args, node)
+        target = self.compile(node.target)
+        args = self.args(node.args)
+        special = self.specialize(_specialize_member, name, [target, *args], node)
+        if special is not None:
+            return special
+        return self.apply_member(name, table, target, args)
+
+    def unknown_function(self, name: str, known: bool, args: list[Code], node: ast.Node) -> Code:
+        """A check error; unchecked (cel-spec's disable_check), an evaluation error."""
+        if known:
+            message = f"found no matching overload for '{name}' applied to {len(args)} argument(s)"
+        else:
+            message = f"undeclared reference to function '{name}'"
+        if self.check:
+            raise self.error(message, node)
+        fns = [a.fn for a in args]
+
+        def fail(a: Activation) -> object:
+            for f in fns:  # an argument's own error comes first
+                f(a)
+            raise CELEvalError(f"no such overload: {message}")
+
+        return Code(fail)
+
+    def specialize(
+        self,
+        specializer: Callable[[str, list[Code]], Code | None],
+        name: str,
+        args: list[Code],
+        node: ast.Node,
+    ) -> Code | None:
+        """A closure written for this call (constant regex, orValue), if there is one."""
+        try:
+            return specializer(name, args)
+        except CELEvalError as e:  # e.g. an invalid constant regex: a load-time error
+            raise self.error(e.message, node) from None
+
+    def apply(self, overload: Overload, args: list[Code], node: ast.Node) -> Code:
+        impl = overload.impl
+        fns = [a.fn for a in args]
+        cost_fn = overload.cost
+        fn: Fn
+        if cost_fn is not None:
+            self.uses_frame = True
+
+            def fn(a: Activation) -> object:
+                values = [f(a) for f in fns]
+                charge(a, cost_fn(*values))
+                return impl(*values)
+
+        elif len(fns) == 0:
+            fn = lambda _a: impl()  # noqa: E731
+        elif len(fns) == 1:
+            (f0,) = fns
+            fn = lambda a: impl(f0(a))  # noqa: E731
+        elif len(fns) == 2:
+            f0, f1 = fns
+            fn = lambda a: impl(f0(a), f1(a))  # noqa: E731
+        else:
+            fn = lambda a: impl(*[f(a) for f in fns])  # noqa: E731
+        return self.fold(Code(fn, overload.result, cost=1 + sum(a.cost for a in args)), args)
+
+    def apply_member(self, name: str, table: MemberTable, target: Code, args: list[Code]) -> Code:
+        by_type = table.by_type
+        fallback = table.fallback
+        target_fn = target.fn
+        fns = [a.fn for a in args]
+        metered = any(o.cost is not None for o in by_type.values()) or (
+            fallback is not None and fallback.cost is not None
+        )
+        if metered:
+            self.uses_frame = True
+
+        def resolve(t: object) -> Overload:
+            overload = by_type.get(type(t), fallback)
+            if overload is None:
+                raise no_such_overload(name, t)
+            return overload
+
+        fn: Fn
+        if metered:
+
+            def fn(a: Activation) -> object:
+                t = target_fn(a)
+                overload = resolve(t)
+                values = [f(a) for f in fns]
+                if overload.cost is not None:
+                    charge(a, overload.cost(t, *values))
+                return overload.impl(t, *values)
+
+        elif len(fns) == 0:
+
+            def fn(a: Activation) -> object:
+                t = target_fn(a)
+                return resolve(t).impl(t)
+
+        elif len(fns) == 1:
+            (f0,) = fns
+
+            def fn(a: Activation) -> object:
+                t = target_fn(a)
+                return resolve(t).impl(t, f0(a))
+
+        else:
+
+            def fn(a: Activation) -> object:
+                t = target_fn(a)
+                return resolve(t).impl(t, *[f(a) for f in fns])
+
+        code = Code(fn, table.result, cost=1 + target.cost + sum(a.cost for a in args))
+        return self.fold(code, [target, *args])
+
+    def fold(self, code: Code, args: list[Code]) -> Code:
+        """Evaluate a call of constants once, at compile time (errors stay runtime errors)."""
+        if not all(a.const for a in args):
+            return code
+        try:
+            value = code.fn({COST: [0, self.limits.cost_budget]})
+        except Exception:  # an error value: raised when (and if) the call is evaluated
+            return code
+        return constant(value, code.type if code.type != DYN else None)
+
+    # -- operators ---------------------------------------------------------------------
+    def logical(self, node: ast.Call) -> Code:
+        """`&&` / `||` over all operands of a chain: the result is decided by any operand
+        that decides it (false for &&, true for ||), whatever errors the others raise."""
+        is_and = node.function == "_&&_"
+        operands: list[ast.Node] = []
+        _flatten(node, node.function, operands)
+        codes = [self.compile(o) for o in operands]
+        for code, operand in zip(codes, operands, strict=True):
+            if self.check and code.type in _CONCRETE and code.type != "bool":
+                raise self.error(
+                    f"found no matching overload for '{node.function}' applied to '{code.type}'",
+                    operand,
+                )
+        decisive = not is_and  # && is decided by false, || by true
+        consts = [c for c in codes if c.const]
+        if any(c.value is decisive for c in consts):
+            return constant(decisive)
+        codes = [c for c in codes if not (c.const and c.value is (not decisive))]
+        if not codes:
+            return constant(not decisive)
+        fns = [c.fn for c in codes]
+        cost = sum(c.cost for c in codes) + 1
+
+        def run(a: Activation) -> bool:
+            error: BaseException | None = None
+            for f in fns:
+                try:
+                    v = f(a)
+                except Exception as e:
+                    if error is None:
+                        error = e
+                    continue
+                if v is decisive:
+                    return decisive  # type: ignore[no-any-return]
+                if v is not (not decisive) and error is None:
+                    error = no_such_overload(node.function, v)
+            if error is not None:
+                raise error
+            return not decisive
+
+        if len(fns) == 2:
+            f0, f1 = fns
+
+            def run2(a: Activation) -> bool:
+                try:
+                    v = f0(a)
+                except Exception:
+                    v = _MISSING
+                if v is decisive:
+                    return decisive  # type: ignore[no-any-return]
+                if v is not decisive and v is not _MISSING and type(v) is bool:
+                    w = f1(a)
+                    if type(w) is bool:
+                        return w
+                return run(a)  # the rare paths: an error or a non-bool somewhere
+
+            return Code(run2, "bool", cost=cost)
+        return Code(run, "bool", cost=cost)
+
+    def conditional(self, node: ast.Call) -> Code:
+        cond, then, otherwise = self.args(node.args)
+        if self.check and cond.type in _CONCRETE and cond.type != "bool":
+            raise self.error(f"conditional expression must be bool, not '{cond.type}'", node)
+        result = then.type if then.type == otherwise.type else DYN
+        if cond.const:
+            if cond.value is True:
+                return then
+            if cond.value is False:
+                return otherwise
+        c, t, o = cond.fn, then.fn, otherwise.fn
+
+        def choose(a: Activation) -> object:
+            v = c(a)
+            if v is True:
+                return t(a)
+            if v is False:
+                return o(a)
+            raise no_such_overload("_?_:_", v)
+
+        return Code(choose, result, cost=cond.cost + max(then.cost, otherwise.cost))
+
+    def negation(self, node: ast.Call) -> Code:
+        (arg,) = self.args(node.args)
+        if self.check and arg.type in _CONCRETE and arg.type != "bool":
+            raise self.error(f"found no matching overload for '!_' applied to '{arg.type}'", node)
+        f = arg.fn
+
+        def negate(a: Activation) -> bool:
+            v = f(a)
+            if v is True:
+                return False
+            if v is False:
+                return True
+            raise no_such_overload("!_", v)
+
+        return self.fold(Code(negate, "bool", cost=arg.cost + 1), [arg])
+
+    def minus(self, node: ast.Call) -> Code:
+        (arg,) = self.args(node.args)
+        f = arg.fn
+        return self.fold(Code(lambda a: ops.negate(f(a)), arg.type, cost=arg.cost + 1), [arg])
+
+    def equality(self, node: ast.Call) -> Code:
+        left, right = self.args(node.args)
+        negated = node.function == "_!=_"
+        if right.const and not left.const:
+            fn = _equals_constant(left.fn, right.value)
+        elif left.const and not right.const:
+            fn = _equals_constant(right.fn, left.value)
+        else:
+            lf, rf = left.fn, right.fn
+            fn = lambda a: cel_equals(lf(a), rf(a))  # noqa: E731
+        if negated:
+            positive = fn
+            fn = lambda a: not positive(a)  # noqa: E731
+        return self.fold(Code(fn, "bool", cost=left.cost + right.cost + 1), [left, right])
+
+    def ordering(self, node: ast.Call) -> Code:
+        left, right = self.args(node.args)
+        self.check_operand_types(node, left, right, _ORDERABLE)
+        generic, native = _ORDERING[node.function]
+        lf, rf = left.fn, right.fn
+        fast = _FAST_ORDERED
+
+        def compare(a: Activation) -> bool:
+            x = lf(a)
+            y = rf(a)
+            if type(x) is type(y) and type(x) in fast:
+                return native(x, y)  # type: ignore[no-any-return]
+            return generic(x, y)
+
+        return self.fold(Code(compare, "bool", cost=left.cost + right.cost + 1), [left, right])
+
+    def arithmetic(self, node: ast.Call) -> Code:
+        left, right = self.args(node.args)
+        self.check_operand_types(node, left, right, _ARITHMETIC_TYPES[node.function])
+        apply = _ARITHMETIC[node.function]
+        lf, rf = left.fn, right.fn
+        result = left.type if left.type == right.type else DYN
+        if node.function == "_-_" and left.type == "google.protobuf.Timestamp":
+            result = DYN
+        code = Code(lambda a: apply(lf(a), rf(a)), result, cost=left.cost + right.cost + 1)
+        return self.fold(code, [left, right])
+
+    def check_operand_types(
+        self, node: ast.Call, left: Code, right: Code, accepted: frozenset[str]
+    ) -> None:
+        if not self.check or left.type not in _CONCRETE or right.type not in _CONCRETE:
+            return
+        same = left.type == right.type and left.type in accepted
+        numeric = left.type in _NUMERIC and right.type in _NUMERIC and accepted is _ORDERABLE
+        if not (same or numeric):
+            raise self.error(
+                f"found no matching overload for '{node.function}' applied to "
+                f"'({left.type}, {right.type})'",
+                node,
+            )
+
+    def membership(self, node: ast.Call) -> Code:
+        item, container = self.args(node.args)
+        itf = item.fn
+        if container.const and type(container.value) in (list, tuple):
+            values = container.value
+            if all(type(v) is str for v in values):  # type: ignore[attr-defined]
+                strings = frozenset(values)  # type: ignore[call-overload]
+
+                def in_strings(a: Activation) -> bool:
+                    v = itf(a)
+                    if type(v) is str:
+                        return v in strings
+                    return ops.contains(values, v)
+
+                return Code(in_strings, "bool", cost=item.cost + 1)
+        cf = container.fn
+        code = Code(lambda a: ops.contains(cf(a), itf(a)), "bool", cost=item.cost + container.cost)
+        return self.fold(code, [item, container])
+
+    def index(self, node: ast.Call) -> Code:
+        if isinstance(node.args[1], ast.Literal) and type(node.args[1].value) is str:
+            return self.access_chain(node)
+        container, key = self.args(node.args)
+        cf, kf = container.fn, key.fn
+        code = Code(lambda a: ops.index(cf(a), kf(a)), DYN, cost=container.cost + key.cost + 1)
+        return self.fold(code, [container, key])
+
+    def optional_index(self, node: ast.Call) -> Code:
+        container, key = self.args(node.args)
+        cf, kf = container.fn, key.fn
+        code = Code(
+            lambda a: ops.optional_index(cf(a), kf(a)),
+            "optional_type",
+            cost=container.cost + key.cost + 1,
+        )
+        return self.fold(code, [container, key])
+
+    # -- literals ----------------------------------------------------------------------
+    def list_literal(self, node: ast.ListLit) -> Code:
+        elements = self.args(node.elements)
+        fns = [e.fn for e in elements]
+        cost = sum(e.cost for e in elements) + 1
+        if node.optional_indices:
+            optional = [i in node.optional_indices for i in range(len(fns))]
+
+            def build_optional(a: Activation) -> list[object]:
+                out = []
+                for f, is_optional in zip(fns, optional, strict=True):
+                    v = f(a)
+                    if not is_optional:
+                        out.append(v)
+                    elif type(v) is not Optional:
+                        raise no_such_overload("optional list element", v)
+                    elif v.has_value():
+                        out.append(v.value)
+                return out
+
+            return self.fold(Code(build_optional, "list", cost=cost), elements)
+        if all(e.const for e in elements):
+            return constant([e.value for e in elements], "list")
+        return Code(lambda a: [f(a) for f in fns], "list", cost=cost)
+
+    def map_literal(self, node: ast.MapLit) -> Code:
+        keys = [self.compile(e.key) for e in node.entries]
+        values = [self.compile(e.value) for e in node.entries]
+        for key_code, entry in zip(keys, node.entries, strict=True):
+            if self.check and key_code.type not in (DYN, "string", "int", "uint", "bool"):
+                raise self.error(f"unsupported map key type '{key_code.type}'", entry.key)
+        entries = [
+            (k.fn, v.fn, e.optional) for k, v, e in zip(keys, values, node.entries, strict=True)
+        ]
+
+        def build(a: Activation) -> dict[object, object]:
+            out: dict[object, object] = {}
+            for kf, vf, optional in entries:
+                key = kf(a)
+                if type(key) not in _KEY_TYPES:
+                    raise CELEvalError(f"unsupported map key type: {type_name(key)}")
+                if map_get(out, key)[0]:
+                    raise CELEvalError(f"Failed with repeated key: {key}")
+                value = vf(a)
+                if optional:
+                    if type(value) is not Optional:
+                        raise no_such_overload("optional map entry", value)
+                    if not value.has_value():
+                        continue
+                    value = value.value
+                out[key] = value
+            return out
+
+        cost = sum(k.cost + v.cost for k, v in zip(keys, values, strict=True)) + 1
+        return self.fold(Code(build, "map", cost=cost), keys + values)
+
+    # -- comprehensions ----------------------------------------------------------------
+    def comprehension(self, node: ast.Comprehension) -> Code:
+        if node.kind not in ("bind", "optMap", "optFlatMap"):
+            self.loop_depth += 1
+            if self.loop_depth > self.limits.max_comprehension_nesting:
+                raise self.error(
+                    f"comprehensions nested more than {self.limits.max_comprehension_nesting} deep",
+                    node,
+                )
+        self.uses_frame = True
+        try:
+            return compile_comprehension(self, node)
+        finally:
+            if node.kind not in ("bind", "optMap", "optFlatMap"):
+                self.loop_depth -= 1
+
+    def with_locals(self, names: list[str], body: ast.Node) -> Code:
+        for name in names:
+            self.locals[name] = self.locals.get(name, 0) + 1
+        try:
+            return self.compile(body)
+        finally:
+            for name in names:
+                self.locals[name] -= 1
+                if not self.locals[name]:
+                    del self.locals[name]
+
+
+_ORDERABLE: Final = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
+_KEY_TYPES: Final = frozenset((str, int, UInt, bool))
+
+
+def _flatten(node: ast.Node, function: str, out: list[ast.Node]) -> None:
+    if isinstance(node, ast.Call) and node.function == function and node.target is None:
+        for arg in node.args:
+            _flatten(arg, function, out)
+    else:
+        out.append(node)
+
+
+def _equals_constant(fn: Fn, value: object) -> Fn:
+    """`x == c` for a constant c, without the general equality where Python's own `==`
+    already means what CEL means."""
+    tv = type(value)
+    if tv is str or tv is bytes:
+        return lambda a: fn(a) == value  # no other runtime value equals a str or bytes
+    if value is None:
+        return lambda a: fn(a) is None
+    if tv is bool:
+        return lambda a: fn(a) is value
+    if tv is int or tv is float or tv is UInt:
+
+        def number_equals(a: Activation) -> bool:
+            v = fn(a)
+            if type(v) is tv:
+                return v == value
+            return type(v) in _NUMBER_TYPES and cel_equals(v, value)
+
+        return number_equals
+    return lambda a: cel_equals(fn(a), value)
+
+
+_NUMBER_TYPES: Final = frozenset((int, UInt, float))
+
+_SPECIAL_OPERATORS: Final[dict[str, Callable[[Compiler, ast.Call], Code]]] = {
+    "_&&_": Compiler.logical,
+    "_||_": Compiler.logical,
+    "_?_:_": Compiler.conditional,
+    "!_": Compiler.negation,
+    "-_": Compiler.minus,
+    "_==_": Compiler.equality,
+    "_!=_": Compiler.equality,
+    "_<_": Compiler.ordering,
+    "_<=_": Compiler.ordering,
+    "_>_": Compiler.ordering,
+    "_>=_": Compiler.ordering,
+    "_+_": Compiler.arithmetic,
+    "_-_": Compiler.arithmetic,
+    "_*_": Compiler.arithmetic,
+    "_/_": Compiler.arithmetic,
+    "_%_": Compiler.arithmetic,
+    "@in": Compiler.membership,
+    "_[_]": Compiler.index,
+    "_[?_]": Compiler.optional_index,
+}
+
+
+def _specialize_global(name: str, args: list[Code]) -> Code | None:
+    if name == "matches" and len(args) == 2:
+        return _constant_regex(args[0], args[1])
+    return None
+
+
+def _specialize_member(name: str, args: list[Code]) -> Code | None:
+    """`args` holds the target first."""
+    if name == "matches" and len(args) == 2:
+        return _constant_regex(args[0], args[1])
+    if name == "orValue" and len(args) == 2:
+        target, default = args
+        tf, df = target.fn, default.fn
+
+        def or_value(a: Activation) -> object:
+            t = tf(a)
+            if type(t) is not Optional:
+                raise no_such_overload("orValue", t)
+            return t.value if t.has_value() else df(a)
+
+        return Code(or_value, default.type, cost=target.cost + default.cost + 1)
+    return None
+
+
+def _constant_regex(text: Code, pattern: Code) -> Code | None:
+    """`s.matches('re')` with a constant pattern compiles the pattern once, at load time."""
+    if not pattern.const or type(pattern.value) is not str:
+        return None
+    regex = compile_regex(pattern.value)  # an invalid pattern fails when the policy loads
+    search = regex.program.search
+    tf = text.fn
+
+    def matches(a: Activation) -> bool:
+        s = tf(a)
+        if type(s) is not str:
+            raise no_such_overload("matches", s, pattern.value)
+        return search(s) is not None
+
+    return Code(matches, "bool", cost=text.cost + 1)

@@ -1,0 +1,405 @@
+"""The macros that loop (`all`, `exists`, `map`, `filter`, the two-variable forms, `sortBy`)
+and those that bind a name (`cel.bind`, `optMap`, `optFlatMap`).
+
+Each macro compiles to a loop written for it instead of cel-go's generic accumulator loop.
+Loop variables live in the activation for the duration of the loop (saved and restored, so
+nested loops may reuse a name), and every iteration charges the static cost of the loop body
+to the evaluation's cost meter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Final
+
+from policyext.cel import ast
+from policyext.cel import operators as ops
+from policyext.cel.code import COST, Activation, Code, Fn
+from policyext.cel.errors import CELEvalError, CostLimitExceeded, no_such_overload
+from policyext.cel.values import Optional, map_get
+
+if TYPE_CHECKING:
+    from policyext.cel.compiler import Compiler
+
+_UNSET: Final = object()
+
+
+def compile_comprehension(compiler: Compiler, node: ast.Comprehension) -> Code:
+    target = compiler.compile(node.target)
+    names = [node.var] + ([node.var2] if node.var2 else [])
+    bodies = [compiler.with_locals(names, arg) for arg in node.args]
+    builder = _BUILDERS.get(node.kind)
+    if builder is None:
+        raise compiler.error(f"unknown macro {node.kind}", node)
+    body_cost = sum(b.cost for b in bodies) + 1
+    fn = builder(target.fn, node.var, node.var2, [b.fn for b in bodies], body_cost, COST)
+    result = _RESULT_TYPES.get(node.kind, "dyn")
+    if node.kind == "bind":
+        result = bodies[0].type
+    return Code(fn, result, cost=target.cost + body_cost)
+
+
+_RESULT_TYPES: Final = {
+    "all": "bool",
+    "exists": "bool",
+    "exists_one": "bool",
+    "map": "list",
+    "filter": "list",
+    "transformList": "list",
+    "transformMap": "map",
+    "transformMapEntry": "map",
+    "sortBy": "list",
+    "optMap": "optional_type",
+    "optFlatMap": "optional_type",
+}
+
+Builder = Callable[[Fn, str, "str | None", list[Fn], int, object], Fn]
+
+
+def _pairs(collection: object, macro: str, two: bool) -> Iterator[tuple[object, object]]:
+    """(first variable, second variable) per element: for lists the element (or the index
+    and the element), for maps the key (or the key and the value)."""
+    t = type(collection)
+    if t is list or t is tuple:
+        if two:
+            yield from enumerate(collection)  # type: ignore[arg-type]
+        else:
+            yield from ((v, None) for v in collection)  # type: ignore[attr-defined]
+        return
+    if t is dict:
+        if two:
+            yield from collection.items()  # type: ignore[attr-defined]
+        else:
+            yield from ((k, None) for k in collection)  # type: ignore[attr-defined]
+        return
+    raise no_such_overload(macro, collection)
+
+
+class _Scope:
+    """Binds loop variables in the activation and restores what they shadowed."""
+
+    __slots__ = ("a", "saved", "var", "var2")
+
+    def __init__(self, a: Activation, var: str, var2: str | None) -> None:
+        self.a = a
+        self.var = var
+        self.var2 = var2
+        self.saved = (a.get(var, _UNSET), a.get(var2, _UNSET) if var2 else _UNSET)
+
+    def restore(self) -> None:
+        for name, old in ((self.var, self.saved[0]), (self.var2, self.saved[1])):
+            if name is None:
+                continue
+            if old is _UNSET:
+                self.a.pop(name, None)
+            else:
+                self.a[name] = old
+
+
+def _meter(a: Activation, cost_key: object) -> list[int]:
+    return a[cost_key]  # type: ignore[no-any-return]
+
+
+def _over_limit(meter: list[int]) -> CELEvalError:
+    return CostLimitExceeded(f"evaluation cost budget of {meter[1]} units exceeded")
+
+
+def _quantifier(kind: str) -> Builder:
+    """all / exists: decided by the first element that decides it, whatever errors others
+    raise; otherwise the first error, if any."""
+    decisive = kind == "exists"
+
+    def build(
+        target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+    ) -> Fn:
+        (pred,) = bodies
+        two = var2 is not None
+
+        def run(a: Activation) -> bool:
+            collection = target(a)
+            meter = _meter(a, cost_key)
+            scope = _Scope(a, var, var2)
+            error: Exception | None = None
+            try:
+                if not two and type(collection) is list:
+                    for item in collection:
+                        meter[0] += cost
+                        if meter[0] > meter[1]:
+                            raise _over_limit(meter)
+                        a[var] = item
+                        try:
+                            v = pred(a)
+                        except Exception as e:
+                            error = error or e
+                            continue
+                        if v is decisive:
+                            return decisive  # type: ignore[no-any-return]
+                        if v is not (not decisive):
+                            error = error or no_such_overload(kind, v)
+                else:
+                    for first, second in _pairs(collection, kind, two):
+                        meter[0] += cost
+                        if meter[0] > meter[1]:
+                            raise _over_limit(meter)
+                        a[var] = first
+                        if two:
+                            a[var2] = second
+                        try:
+                            v = pred(a)
+                        except Exception as e:
+                            error = error or e
+                            continue
+                        if v is decisive:
+                            return decisive  # type: ignore[no-any-return]
+                        if v is not (not decisive):
+                            error = error or no_such_overload(kind, v)
+            finally:
+                scope.restore()
+            if error is not None:
+                raise error
+            return not decisive
+
+        return run
+
+    return build
+
+
+def _loop(
+    target: Fn,
+    var: str,
+    var2: str | None,
+    cost: int,
+    cost_key: object,
+    macro: str,
+    step: Callable[[Activation, object, object], None],
+) -> Callable[[Activation], None]:
+    """Run `step(a, first, second)` for each element with the variables bound; errors
+    propagate (the macros built on this are strict)."""
+    two = var2 is not None
+
+    def run(a: Activation) -> None:
+        collection = target(a)
+        meter = _meter(a, cost_key)
+        scope = _Scope(a, var, var2)
+        try:
+            for first, second in _pairs(collection, macro, two):
+                meter[0] += cost
+                if meter[0] > meter[1]:
+                    raise _over_limit(meter)
+                a[var] = first
+                if two:
+                    a[var2] = second
+                step(a, first, second)
+        finally:
+            scope.restore()
+
+    return run
+
+
+def _bool(v: object, macro: str) -> bool:
+    if type(v) is not bool:
+        raise no_such_overload(macro, v)
+    return v
+
+
+def _exists_one(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    (pred,) = bodies
+
+    def run(a: Activation) -> bool:
+        count = 0
+
+        def step(act: Activation, _first: object, _second: object) -> None:
+            nonlocal count
+            if _bool(pred(act), "exists_one"):
+                count += 1
+
+        _loop(target, var, var2, cost, cost_key, "exists_one", step)(a)
+        return count == 1
+
+    return run
+
+
+def _map(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    """map(x, t), map(x, p, t), filter(x, p), transformList(i, v, [p,] t)."""
+    if len(bodies) == 1:
+        (transform,) = bodies
+        keep: Fn | None = None
+    else:
+        keep, transform = bodies
+
+    def run(a: Activation) -> list[object]:
+        out: list[object] = []
+
+        def step(act: Activation, _first: object, _second: object) -> None:
+            if keep is None or _bool(keep(act), "map"):
+                out.append(transform(act))
+
+        _loop(target, var, var2, cost, cost_key, "map", step)(a)
+        return out
+
+    return run
+
+
+def _filter(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    (pred,) = bodies
+
+    def run(a: Activation) -> list[object]:
+        out: list[object] = []
+
+        def step(act: Activation, first: object, _second: object) -> None:
+            if _bool(pred(act), "filter"):
+                out.append(first)
+
+        _loop(target, var, var2, cost, cost_key, "filter", step)(a)
+        return out
+
+    return run
+
+
+def _transform_map(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    """transformMap(k, v, [p,] t): the same keys (indexes for a list), transformed values."""
+    keep: Fn | None = None
+    if len(bodies) == 1:
+        (transform,) = bodies
+    else:
+        keep, transform = bodies
+
+    def run(a: Activation) -> dict[object, object]:
+        out: dict[object, object] = {}
+
+        def step(act: Activation, first: object, _second: object) -> None:
+            if keep is None or _bool(keep(act), "transformMap"):
+                out[first] = transform(act)
+
+        _loop(target, var, var2, cost, cost_key, "transformMap", step)(a)
+        return out
+
+    return run
+
+
+def _transform_map_entry(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    """transformMapEntry(k, v, [p,] t): t yields a map of entries to merge into the result."""
+    keep: Fn | None = None
+    if len(bodies) == 1:
+        (transform,) = bodies
+    else:
+        keep, transform = bodies
+
+    def run(a: Activation) -> dict[object, object]:
+        out: dict[object, object] = {}
+
+        def step(act: Activation, _first: object, _second: object) -> None:
+            if keep is not None and not _bool(keep(act), "transformMapEntry"):
+                return
+            entry = transform(act)
+            if type(entry) is not dict:
+                raise no_such_overload("transformMapEntry", entry)
+            for key, value in entry.items():
+                if map_get(out, key)[0]:
+                    raise CELEvalError(f"insert failed: key {key} already exists")
+                out[key] = value
+
+        _loop(target, var, var2, cost, cost_key, "transformMapEntry", step)(a)
+        return out
+
+    return run
+
+
+def _sort_by(
+    target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
+) -> Fn:
+    (key_fn,) = bodies
+
+    def run(a: Activation) -> list[object]:
+        pairs: list[tuple[object, object]] = []
+
+        def step(act: Activation, first: object, _second: object) -> None:
+            pairs.append((key_fn(act), first))
+
+        collection = target(a)
+        if type(collection) not in (list, tuple):
+            raise no_such_overload("sortBy", collection)
+        _loop(lambda _a: collection, var, var2, cost, cost_key, "sortBy", step)(a)
+        keys = [k for k, _ in pairs]
+        if keys:
+            kind = type(keys[0])
+            if any(type(k) is not kind for k in keys):
+                raise CELEvalError("sortBy: keys must all be of one type")
+            for k in keys[1:]:
+                ops.compare(keys[0], k, "sortBy")
+        order = sorted(range(len(pairs)), key=lambda i: pairs[i][0])  # type: ignore[arg-type, return-value]
+        return [pairs[i][1] for i in order]
+
+    return run
+
+
+def _bind(
+    target: Fn, var: str, _var2: str | None, bodies: list[Fn], _cost: int, _cost_key: object
+) -> Fn:
+    (body,) = bodies
+
+    def run(a: Activation) -> object:
+        scope = _Scope(a, var, None)
+        try:
+            a[var] = target(a)
+            return body(a)
+        finally:
+            scope.restore()
+
+    return run
+
+
+def _opt_map(flat: bool) -> Builder:
+    def build(
+        target: Fn, var: str, _var2: str | None, bodies: list[Fn], _cost: int, _key: object
+    ) -> Fn:
+        (body,) = bodies
+        macro = "optFlatMap" if flat else "optMap"
+
+        def run(a: Activation) -> object:
+            opt = target(a)
+            if type(opt) is not Optional:
+                raise no_such_overload(macro, opt)
+            if not opt.has_value():
+                return opt
+            scope = _Scope(a, var, None)
+            try:
+                a[var] = opt.value
+                result = body(a)
+            finally:
+                scope.restore()
+            if not flat:
+                return Optional(result)
+            if type(result) is not Optional:
+                raise no_such_overload(macro, result)
+            return result
+
+        return run
+
+    return build
+
+
+_BUILDERS: Final[dict[str, Builder]] = {
+    "all": _quantifier("all"),
+    "exists": _quantifier("exists"),
+    "exists_one": _exists_one,
+    "map": _map,
+    "transformList": _map,
+    "filter": _filter,
+    "transformMap": _transform_map,
+    "transformMapEntry": _transform_map_entry,
+    "sortBy": _sort_by,
+    "bind": _bind,
+    "optMap": _opt_map(flat=False),
+    "optFlatMap": _opt_map(flat=True),
+}

@@ -1,0 +1,93 @@
+"""The public face of the engine: `compile(source) -> Program`, `Program.evaluate`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Final
+
+from policyext.cel.code import COST
+from policyext.cel.compiler import Compiler, Limits
+from policyext.cel.errors import CELCheckError, CELError, CELEvalError
+from policyext.cel.functions import FunctionTable, Library, merge_libraries
+from policyext.cel.lib import KUBERNETES_LIBRARIES
+from policyext.cel.parser import parse
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+class Program:
+    """A compiled CEL expression. Immutable and safe to share between threads."""
+
+    __slots__ = ("_fn", "_frame", "limits", "references", "result_type", "selections", "source")
+
+    def __init__(
+        self,
+        source: str,
+        compiler: Compiler,
+        fn: object,
+        result_type: str,
+    ) -> None:
+        self.source = source
+        self.result_type = result_type
+        self.limits = compiler.limits
+        # the root variables the expression reads, and the (variable, field) pairs it selects
+        self.references: frozenset[str] = frozenset(compiler.references)
+        self.selections: frozenset[tuple[str, str]] = frozenset(compiler.selections)
+        self._fn = fn
+        self._frame = compiler.uses_frame
+
+    def evaluate(self, activation: Mapping[str, object], budget: int | None = None) -> object:
+        """Evaluate with the given variables. Returns plain Python values for the JSON
+        types; raises CELEvalError (CostLimitExceeded past the cost budget)."""
+        if self._frame or type(activation) is not dict:
+            frame = dict(activation)
+            frame[COST] = [0, self.limits.cost_budget if budget is None else budget]  # type: ignore[index]
+        else:
+            frame = activation
+        try:
+            return self._fn(frame)  # type: ignore[operator]
+        except CELError:
+            raise
+        except RecursionError:
+            raise CELEvalError("value too deeply nested to evaluate") from None
+        except Exception as e:  # a Python error inside a function is an evaluation error
+            raise CELEvalError(f"evaluation failed: {e}") from None
+
+    def __repr__(self) -> str:
+        return f"Program({self.source!r})"
+
+
+@lru_cache(maxsize=8)
+def _table(libraries: tuple[Library, ...]) -> FunctionTable:
+    return merge_libraries(libraries)
+
+
+def compile(
+    source: str,
+    variables: Mapping[str, str] | None = None,
+    *,
+    limits: Limits | None = None,
+    check: bool = True,
+    libraries: Sequence[Library] | None = None,
+) -> Program:
+    """Parse, check and compile a CEL expression.
+
+    `variables` declares the names the expression may use, each with a type name (`"dyn"`
+    when unknown). With `check=False` (cel-spec's disable_check) undeclared names are not
+    compile errors but evaluation errors. Raises CELSyntaxError or CELCheckError, with the
+    line and column of the problem.
+    """
+    limits = limits or DEFAULT_LIMITS
+    if len(source) > limits.max_source_length:
+        raise CELCheckError(
+            f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
+        )
+    tree = parse(source, limits.max_nesting_depth)
+    table = _table(tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES)
+    compiler = Compiler(source, variables or {}, table, limits, check=check)
+    try:
+        code = compiler.compile(tree)
+    except RecursionError:
+        raise CELCheckError("expression nested too deeply to compile") from None
+    return Program(source, compiler, code.fn, code.type)

@@ -1,0 +1,386 @@
+"""The CEL standard library: conversions, size, string tests, time accessors, optionals."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.functions import Library
+from policyext.cel.timeutil import parse_duration, parse_timestamp, time_zone
+from policyext.cel.values import (
+    INT64_MAX,
+    INT64_MIN,
+    NANOS_PER_SECOND,
+    OPTIONAL_NONE,
+    UINT64_MAX,
+    CELType,
+    Duration,
+    Optional,
+    Timestamp,
+    UInt,
+    cel_type_of,
+    format_duration,
+    format_timestamp,
+)
+
+STANDARD_LIBRARY: Final = Library("standard")
+_std = STANDARD_LIBRARY
+
+
+def _text_cost(*args: object) -> int:
+    return sum(len(a) for a in args if isinstance(a, str | bytes)) // 10
+
+
+# -- size ---------------------------------------------------------------------------------
+_SIZED: Final = (str, bytes, list, tuple, dict)
+
+
+@_std.function("size", 1, result="int")
+def size(value: object) -> int:
+    if type(value) in _SIZED:
+        return len(value)  # type: ignore[arg-type]
+    raise no_such_overload("size", value)
+
+
+@_std.member("size", 0, receiver=_SIZED, result="int")
+def size_member(value: object) -> int:
+    return len(value)  # type: ignore[arg-type]
+
+
+# -- strings ------------------------------------------------------------------------------
+def _strings(name: str, a: object, b: object) -> tuple[str, str]:
+    if type(a) is not str or type(b) is not str:
+        raise no_such_overload(name, a, b)
+    return a, b
+
+
+@_std.member("contains", 1, receiver=str, result="bool", cost=_text_cost)
+def contains(s: str, sub: object) -> bool:
+    return sub in s if type(sub) is str else _fail("contains", s, sub)
+
+
+@_std.member("startsWith", 1, receiver=str, result="bool", cost=_text_cost)
+def starts_with(s: str, prefix: object) -> bool:
+    a, b = _strings("startsWith", s, prefix)
+    return a.startswith(b)
+
+
+@_std.member("endsWith", 1, receiver=str, result="bool", cost=_text_cost)
+def ends_with(s: str, suffix: object) -> bool:
+    a, b = _strings("endsWith", s, suffix)
+    return a.endswith(b)
+
+
+def _fail(name: str, *args: object) -> bool:
+    raise no_such_overload(name, *args)
+
+
+# -- conversions --------------------------------------------------------------------------
+@_std.function("int", 1, result="int")
+def to_int(value: object) -> int:
+    t = type(value)
+    if t is int:
+        return value  # type: ignore[return-value]
+    if t is UInt:
+        if value > INT64_MAX:  # type: ignore[operator]
+            raise CELEvalError("int overflow")
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    if t is float:
+        if math.isnan(value) or not -(2.0**63) < value < 2.0**63:  # type: ignore[arg-type, operator]
+            raise CELEvalError("int overflow")
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    if t is str:
+        try:
+            result = int(value, 10)  # type: ignore[call-overload]
+        except ValueError:
+            raise CELEvalError(f"cannot convert {value!r} to int") from None
+        if result < INT64_MIN or result > INT64_MAX or "_" in value:  # type: ignore[operator]
+            raise CELEvalError(f"cannot convert {value!r} to int")
+        return result  # type: ignore[no-any-return]
+    if t is Timestamp:
+        return value.nanos // NANOS_PER_SECOND  # type: ignore[attr-defined, no-any-return]
+    if t is bool:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    raise no_such_overload("int", value)
+
+
+@_std.function("uint", 1, result="uint")
+def to_uint(value: object) -> UInt:
+    t = type(value)
+    if t is UInt:
+        return value  # type: ignore[return-value]
+    if t is int:
+        if value < 0:  # type: ignore[operator]
+            raise CELEvalError("uint overflow")
+        return UInt(value)  # type: ignore[call-overload, no-any-return]
+    if t is float:
+        if math.isnan(value) or not -1.0 < value < 2.0**64:  # type: ignore[arg-type, operator]
+            raise CELEvalError("uint overflow")
+        return UInt(int(value))  # type: ignore[call-overload]
+    if t is str:
+        try:
+            result = int(value, 10)  # type: ignore[call-overload]
+        except ValueError:
+            raise CELEvalError(f"cannot convert {value!r} to uint") from None
+        if result < 0 or result > UINT64_MAX or value[:1] in "+-" or "_" in value:  # type: ignore[index, operator]
+            raise CELEvalError(f"cannot convert {value!r} to uint")
+        return UInt(result)
+    if t is bool:
+        return UInt(int(value))  # type: ignore[call-overload]
+    raise no_such_overload("uint", value)
+
+
+@_std.function("double", 1, result="double")
+def to_double(value: object) -> float:
+    t = type(value)
+    if t is float:
+        return value  # type: ignore[return-value]
+    if t is int or t is UInt:
+        return float(value)  # type: ignore[arg-type]
+    if t is str:
+        try:
+            if "_" in value:  # type: ignore[operator]
+                raise ValueError(value)
+            return float(value)  # type: ignore[arg-type]
+        except ValueError:
+            raise CELEvalError(f"cannot convert {value!r} to double") from None
+    raise no_such_overload("double", value)
+
+
+def format_double(value: float) -> str:
+    """A double as cel-go prints it: Go's `%g` with the shortest round-tripping digits."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + (int(exponent) if exponent else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0") or "0"
+    exp = point - 1
+    # Go switches to the exponent form at exponents below -4 or from 6 on (%g's precision)
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+_STRING_TYPES: Final = frozenset(("net.IP", "net.CIDR"))
+
+
+@_std.function("string", 1, result="string")
+def to_string(value: object) -> str:
+    t = type(value)
+    if t is str:
+        return value  # type: ignore[return-value]
+    if t is int or t is UInt:
+        return str(int(value))  # type: ignore[call-overload]
+    if t is float:
+        return format_double(value)  # type: ignore[arg-type]
+    if t is bool:
+        return "true" if value else "false"
+    if t is bytes:
+        try:
+            return value.decode("utf-8")  # type: ignore[attr-defined, no-any-return]
+        except UnicodeDecodeError:
+            raise CELEvalError("invalid UTF-8 in bytes, cannot convert to string") from None
+    if t is Timestamp:
+        return format_timestamp(value)  # type: ignore[arg-type]
+    if t is Duration:
+        return format_duration(value)  # type: ignore[arg-type]
+    if getattr(t, "cel_type_name", None) in _STRING_TYPES:
+        return str(value)
+    raise no_such_overload("string", value)
+
+
+@_std.function("bytes", 1, result="bytes")
+def to_bytes(value: object) -> bytes:
+    if type(value) is bytes:
+        return value
+    if type(value) is str:
+        return value.encode("utf-8")
+    raise no_such_overload("bytes", value)
+
+
+_BOOL_STRINGS: Final = {
+    **dict.fromkeys(("1", "t", "T", "true", "TRUE", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "false", "FALSE", "False"), False),
+}
+
+
+@_std.function("bool", 1, result="bool")
+def to_bool(value: object) -> bool:
+    if type(value) is bool:
+        return value
+    if type(value) is str:
+        try:
+            return _BOOL_STRINGS[value]
+        except KeyError:
+            raise CELEvalError(f"cannot convert {value!r} to bool") from None
+    raise no_such_overload("bool", value)
+
+
+@_std.function("dyn", 1)
+def to_dyn(value: object) -> object:
+    return value
+
+
+@_std.function("type", 1, result="type")
+def type_of(value: object) -> CELType:
+    return cel_type_of(value)
+
+
+@_std.function("duration", 1, result="google.protobuf.Duration")
+def to_duration(value: object) -> Duration:
+    if type(value) is Duration:
+        return value
+    if type(value) is str:
+        return parse_duration(value)
+    raise no_such_overload("duration", value)
+
+
+@_std.function("timestamp", 1, result="google.protobuf.Timestamp")
+def to_timestamp(value: object) -> Timestamp:
+    t = type(value)
+    if t is Timestamp:
+        return value  # type: ignore[return-value]
+    if t is str:
+        return parse_timestamp(value)  # type: ignore[arg-type]
+    if t is int:
+        return Timestamp(value * NANOS_PER_SECOND)  # type: ignore[operator]
+    raise no_such_overload("timestamp", value)
+
+
+# -- time accessors -----------------------------------------------------------------------
+def _local(name: str, ts: object, tz: object | None) -> object:
+    if type(ts) is not Timestamp:
+        raise no_such_overload(name, ts)
+    if tz is None:
+        return ts.to_datetime()
+    if type(tz) is not str:
+        raise no_such_overload(name, ts, tz)
+    return ts.to_datetime(time_zone(tz))
+
+
+def _timestamp_accessor(name: str, part: str) -> None:
+    def read(ts: object, tz: object | None = None) -> int:
+        dt = _local(name, ts, tz)
+        if part == "year":
+            return dt.year  # type: ignore[attr-defined, no-any-return]
+        if part == "month":
+            return dt.month - 1  # type: ignore[attr-defined, no-any-return]
+        if part == "dayOfYear":
+            return dt.timetuple().tm_yday - 1  # type: ignore[attr-defined, no-any-return]
+        if part == "dayOfMonth":
+            return dt.day - 1  # type: ignore[attr-defined, no-any-return]
+        if part == "date":
+            return dt.day  # type: ignore[attr-defined, no-any-return]
+        if part == "dayOfWeek":
+            return (dt.weekday() + 1) % 7  # type: ignore[attr-defined, no-any-return]
+        if part == "hours":
+            return dt.hour  # type: ignore[attr-defined, no-any-return]
+        if part == "minutes":
+            return dt.minute  # type: ignore[attr-defined, no-any-return]
+        if part == "seconds":
+            return dt.second  # type: ignore[attr-defined, no-any-return]
+        return (ts.nanos % NANOS_PER_SECOND) // 1_000_000  # type: ignore[attr-defined, no-any-return]
+
+    _std.member(name, 0, receiver=Timestamp, result="int")(read)
+    _std.member(name, 1, receiver=Timestamp, result="int")(read)
+
+
+for _name, _part in (
+    ("getFullYear", "year"),
+    ("getMonth", "month"),
+    ("getDayOfYear", "dayOfYear"),
+    ("getDayOfMonth", "dayOfMonth"),
+    ("getDate", "date"),
+    ("getDayOfWeek", "dayOfWeek"),
+    ("getHours", "hours"),
+    ("getMinutes", "minutes"),
+    ("getSeconds", "seconds"),
+    ("getMilliseconds", "milliseconds"),
+):
+    _timestamp_accessor(_name, _part)
+
+
+def _duration_accessor(name: str, unit: int, *, modulo: bool = False) -> None:
+    def read(d: Duration) -> int:
+        nanos = d.nanos
+        if modulo:
+            sign = -1 if nanos < 0 else 1
+            return sign * ((abs(nanos) % NANOS_PER_SECOND) // unit)
+        return int(nanos / unit) if nanos < 0 else nanos // unit
+
+    _std.member(name, 0, receiver=Duration, result="int")(read)
+
+
+_duration_accessor("getHours", 3600 * NANOS_PER_SECOND)
+_duration_accessor("getMinutes", 60 * NANOS_PER_SECOND)
+_duration_accessor("getSeconds", NANOS_PER_SECOND)
+_duration_accessor("getMilliseconds", 1_000_000, modulo=True)
+
+
+# -- optionals ----------------------------------------------------------------------------
+@_std.function("optional.of", 1, result="optional_type")
+def optional_of(value: object) -> Optional:
+    return Optional(value)
+
+
+@_std.function("optional.none", 0, result="optional_type")
+def optional_none() -> Optional:
+    return OPTIONAL_NONE
+
+
+_ZERO_VALUES: Final = (0, 0.0, "", b"", False, None)
+
+
+@_std.function("optional.ofNonZeroValue", 1, result="optional_type")
+def optional_of_non_zero(value: object) -> Optional:
+    t = type(value)
+    if value is None or (t in (int, UInt, float, str, bytes, bool) and not value):
+        return OPTIONAL_NONE
+    if t in (list, tuple, dict) and not value:
+        return OPTIONAL_NONE
+    if t is Duration and value.nanos == 0:  # type: ignore[attr-defined]
+        return OPTIONAL_NONE
+    if t is Timestamp and value.nanos == 0:  # type: ignore[attr-defined]
+        return OPTIONAL_NONE
+    return Optional(value)
+
+
+@_std.member("hasValue", 0, receiver=Optional, result="bool")
+def has_value(opt: Optional) -> bool:
+    return opt.has_value()
+
+
+@_std.member("value", 0, receiver=Optional)
+def optional_value(opt: Optional) -> object:
+    if not opt.has_value():
+        raise CELEvalError("optional.none() dereference")
+    return opt.value
+
+
+@_std.member("orValue", 1, receiver=Optional)
+def or_value(opt: Optional, default: object) -> object:
+    return opt.value if opt.has_value() else default
+
+
+@_std.member("or", 1, receiver=Optional, result="optional_type")
+def optional_or(opt: Optional, other: object) -> object:
+    if opt.has_value():
+        return opt
+    if type(other) is not Optional:
+        raise no_such_overload("or", opt, other)
+    return other
