@@ -8,10 +8,12 @@ from typing import Any, Final
 
 from policyext.cel.errors import CostLimitExceeded
 from policyext.cel.functions import DYN
-from policyext.cel.values import UInt
+from policyext.cel.values import OPTIONAL_NONE, UInt
 
 Activation = dict[Any, Any]
 Fn = Callable[[Activation], Any]
+
+__all__ = ["OPTIONAL_NONE"]
 
 # the key of the cost meter in an activation: an object, so no CEL name can collide with it.
 # The meter is a list [units used, budget].
@@ -37,6 +39,17 @@ class Code:
     const: bool = False
     value: object = None
     cost: int = 1  # static cost of one evaluation, loops excluded (they charge as they run)
+    # for optional chains (`a.?b.c`): the value, or ABSENT where the optional is empty,
+    # without building the Optional (so `.orValue(x)` and `.hasValue()` need none)
+    walk: Fn | None = None
+    # for reads of the activation (`x`, `x.a.b`): the variable and the keys, so that a
+    # consumer can index the dicts inline; `fn` stays the exact (and slower) way
+    path: tuple[str, tuple[str, ...]] | None = None
+
+
+# what a `walk` returns for an empty optional
+ABSENT: Final = object()
+OPTIONAL_KIND: Final = "optional_type"
 
 
 def constant(value: object, type_: str | None = None) -> Code:

@@ -19,7 +19,8 @@ from typing import Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
-from policyext.cel.code import COST, Activation, Code, Fn, charge, constant
+from policyext.cel.chains import compile_chain, is_chain_step
+from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
 from policyext.cel.comprehensions import compile_comprehension
 from policyext.cel.errors import CELCheckError, CELEvalError, no_such_overload
 from policyext.cel.functions import DYN, FunctionTable, MemberTable, Overload
@@ -152,7 +153,7 @@ class Compiler:
     def ident(self, node: ast.Ident) -> Code:
         name = node.name
         if name in self.locals:
-            return Code(operator.itemgetter(name))
+            return Code(operator.itemgetter(name), path=(name, ()))
         if name in self.variables:
             self.references.add(name)
             return self.variable(name, self.variables[name])
@@ -169,7 +170,7 @@ class Compiler:
             except KeyError:
                 raise CELEvalError(f"no such attribute: '{name}' is not bound") from None
 
-        return Code(read, type_)
+        return Code(read, type_, path=(name, ()))
 
     def qualified(self, node: ast.Node) -> str | None:
         """The dotted name of `a.b.c` when `a` is not a variable in scope."""
@@ -187,7 +188,7 @@ class Compiler:
         if not node.test_only and not node.optional:
             name = self.qualified(node)
             if name is not None:
-                resolved = self.resolve_dotted(name, node)
+                resolved = self.resolve_dotted(name)
                 if resolved is not None:
                     return resolved
         field = node.field
@@ -203,29 +204,15 @@ class Compiler:
                 return ops.has_field(v, field)
 
             return Code(has, "bool", cost=operand.cost + 1)
-        if node.optional:
-            operand = self.compile(node.operand)
-            self.note_selection(node.operand, field)
-            fn = operand.fn
-            return Code(
-                lambda a: ops.optional_select(fn(a), field), "optional_type", cost=operand.cost + 1
-            )
         return self.access_chain(node)
 
-    def resolve_dotted(self, name: str, node: ast.Node) -> Code | None:
+    def resolve_dotted(self, name: str) -> Code | None:
         """Dotted names that denote a declared variable (`a.b` declared as such) or a type."""
-        root = name.split(".", 1)[0]
         if name in self.variables:
             self.references.add(name)
             return self.variable(name, self.variables[name])
-        if root in self.variables:
-            return None
-        if name in TYPE_NAMES:
+        if name.split(".", 1)[0] not in self.variables and name in TYPE_NAMES:
             return constant(CELType(name), "type")
-        for prefix_end in range(name.count("."), 0, -1):
-            prefix = name.rsplit(".", prefix_end)[0]
-            if prefix in self.variables:
-                return None
         return None
 
     def note_selection(self, operand: ast.Node, field: str) -> None:
@@ -233,88 +220,7 @@ class Compiler:
             self.selections.add((operand.name, field))
 
     def access_chain(self, node: ast.Node) -> Code:
-        """`v.a.b['c']`: a chain of field selections and constant-key indexes compiles into
-        one closure that indexes dicts directly and falls back to the exact CEL semantics
-        (errors, optionals) only when that fails."""
-        steps: list[tuple[bool, object]] = []  # (is_field, key)
-        while True:
-            if isinstance(node, ast.Select) and not node.test_only and not node.optional:
-                name = self.qualified(node)
-                if name is not None and self.resolve_dotted(name, node) is not None:
-                    break
-                steps.append((True, node.field))
-                node = node.operand
-            elif (
-                isinstance(node, ast.Call)
-                and node.function == "_[_]"
-                and isinstance(node.args[1], ast.Literal)
-                and type(node.args[1].value) is str
-            ):
-                steps.append((False, node.args[1].value))
-                node = node.args[0]
-            else:
-                break
-        steps.reverse()
-        base = self.compile(node)
-        if isinstance(node, ast.Ident) and node.name in self.variables and steps[0][0]:
-            self.selections.add((node.name, str(steps[0][1])))
-        base_fn = base.fn
-        keys = [k for _, k in steps]
-
-        def slow(a: Activation) -> object:
-            v = base_fn(a)
-            for is_field, key in steps:
-                v = ops.select(v, key) if is_field else ops.index(v, key)  # type: ignore[arg-type]
-            return v
-
-        fast_errors = (KeyError, TypeError, IndexError)
-        if len(keys) == 1:
-            (k0,) = keys
-
-            def chain(a: Activation) -> object:
-                try:
-                    return base_fn(a)[k0]
-                except fast_errors:
-                    return slow(a)
-
-        elif len(keys) == 2:
-            k0, k1 = keys
-
-            def chain(a: Activation) -> object:
-                try:
-                    return base_fn(a)[k0][k1]
-                except fast_errors:
-                    return slow(a)
-
-        elif len(keys) == 3:
-            k0, k1, k2 = keys
-
-            def chain(a: Activation) -> object:
-                try:
-                    return base_fn(a)[k0][k1][k2]
-                except fast_errors:
-                    return slow(a)
-
-        else:
-
-            def chain(a: Activation) -> object:
-                try:
-                    v = base_fn(a)
-                    for k in keys:
-                        v = v[k]
-                    return v
-                except fast_errors:
-                    return slow(a)
-
-        if base.const:
-            # fold a selection on a constant map (errors stay runtime errors)
-            try:
-                return constant(slow({}))
-            except CELEvalError:
-                pass
-        if base.type not in (DYN, "map") and base.type in _CONCRETE and self.check:
-            raise self.error(f"type '{base.type}' does not support field selection", node)
-        return Code(chain, DYN, cost=base.cost + len(keys))
+        return compile_chain(self, node)
 
     # -- calls -------------------------------------------------------------------------
     def call(self, node: ast.Call) -> Code:
@@ -582,9 +488,9 @@ class Compiler:
         left, right = self.args(node.args)
         negated = node.function == "_!=_"
         if right.const and not left.const:
-            fn = _equals_constant(left.fn, right.value)
+            fn = _equals_constant(left, right.value)
         elif left.const and not right.const:
-            fn = _equals_constant(right.fn, left.value)
+            fn = _equals_constant(right, left.value)
         else:
             lf, rf = left.fn, right.fn
             fn = lambda a: cel_equals(lf(a), rf(a))  # noqa: E731
@@ -654,7 +560,7 @@ class Compiler:
         return self.fold(code, [item, container])
 
     def index(self, node: ast.Call) -> Code:
-        if isinstance(node.args[1], ast.Literal) and type(node.args[1].value) is str:
+        if is_chain_step(node):
             return self.access_chain(node)
         container, key = self.args(node.args)
         cf, kf = container.fn, key.fn
@@ -662,6 +568,8 @@ class Compiler:
         return self.fold(code, [container, key])
 
     def optional_index(self, node: ast.Call) -> Code:
+        if is_chain_step(node):
+            return self.access_chain(node)
         container, key = self.args(node.args)
         cf, kf = container.fn, key.fn
         code = Code(
@@ -767,11 +675,14 @@ def _flatten(node: ast.Node, function: str, out: list[ast.Node]) -> None:
         out.append(node)
 
 
-def _equals_constant(fn: Fn, value: object) -> Fn:
+def _equals_constant(code: Code, value: object) -> Fn:
     """`x == c` for a constant c, without the general equality where Python's own `==`
     already means what CEL means."""
+    fn = code.fn
     tv = type(value)
     if tv is str or tv is bytes:
+        if code.path is not None and len(code.path[1]) in (1, 2):
+            return _path_equals(code.path, fn, value)
         return lambda a: fn(a) == value  # no other runtime value equals a str or bytes
     if value is None:
         return lambda a: fn(a) is None
@@ -790,6 +701,32 @@ def _equals_constant(fn: Fn, value: object) -> Fn:
 
 
 _NUMBER_TYPES: Final = frozenset((int, UInt, float))
+_FAST_ERRORS: Final = (KeyError, TypeError, IndexError)
+
+
+def _path_equals(path: tuple[str, tuple[str, ...]], fn: Fn, value: object) -> Fn:
+    """`x.a == 'c'` indexing the activation inline (the most common rule of all)."""
+    root, keys = path
+    if len(keys) == 1:
+        (k0,) = keys
+
+        def equals1(a: Activation) -> bool:
+            try:
+                return a[root][k0] == value  # type: ignore[no-any-return]
+            except _FAST_ERRORS:
+                return fn(a) == value  # type: ignore[no-any-return]
+
+        return equals1
+    k0, k1 = keys
+
+    def equals2(a: Activation) -> bool:
+        try:
+            return a[root][k0][k1] == value  # type: ignore[no-any-return]
+        except _FAST_ERRORS:
+            return fn(a) == value  # type: ignore[no-any-return]
+
+    return equals2
+
 
 _SPECIAL_OPERATORS: Final[dict[str, Callable[[Compiler, ast.Call], Code]]] = {
     "_&&_": Compiler.logical,
@@ -825,17 +762,34 @@ def _specialize_member(name: str, args: list[Code]) -> Code | None:
     if name == "matches" and len(args) == 2:
         return _constant_regex(args[0], args[1])
     if name == "orValue" and len(args) == 2:
-        target, default = args
-        tf, df = target.fn, default.fn
-
-        def or_value(a: Activation) -> object:
-            t = tf(a)
-            if type(t) is not Optional:
-                raise no_such_overload("orValue", t)
-            return t.value if t.has_value() else df(a)
-
-        return Code(or_value, default.type, cost=target.cost + default.cost + 1)
+        return _or_value(args[0], args[1])
+    if name == "hasValue" and len(args) == 1 and args[0].walk is not None:
+        walk = args[0].walk
+        return Code(lambda a: walk(a) is not ABSENT, "bool", cost=args[0].cost + 1)
     return None
+
+
+def _or_value(target: Code, default: Code) -> Code:
+    """`x.orValue(d)`; on an optional chain, without building the optional."""
+    df = default.fn
+    cost = target.cost + default.cost + 1
+    if target.walk is not None:
+        walk = target.walk
+
+        def chain_or_value(a: Activation) -> object:
+            v = walk(a)
+            return df(a) if v is ABSENT else v
+
+        return Code(chain_or_value, default.type, cost=cost)
+    tf = target.fn
+
+    def or_value(a: Activation) -> object:
+        t = tf(a)
+        if type(t) is not Optional:
+            raise no_such_overload("orValue", t)
+        return t.value if t.has_value() else df(a)
+
+    return Code(or_value, default.type, cost=cost)
 
 
 def _constant_regex(text: Code, pattern: Code) -> Code | None:
@@ -843,13 +797,13 @@ def _constant_regex(text: Code, pattern: Code) -> Code | None:
     if not pattern.const or type(pattern.value) is not str:
         return None
     regex = compile_regex(pattern.value)  # an invalid pattern fails when the policy loads
-    search = regex.program.search
+    test = regex.matches
     tf = text.fn
 
     def matches(a: Activation) -> bool:
         s = tf(a)
         if type(s) is not str:
             raise no_such_overload("matches", s, pattern.value)
-        return search(s) is not None
+        return test(s)
 
     return Code(matches, "bool", cost=text.cost + 1)

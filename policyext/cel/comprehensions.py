@@ -9,8 +9,8 @@ to the evaluation's cost meter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
@@ -56,58 +56,45 @@ _RESULT_TYPES: Final = {
 Builder = Callable[[Fn, str, "str | None", list[Fn], int, object], Fn]
 
 
-def _pairs(collection: object, macro: str, two: bool) -> Iterator[tuple[object, object]]:
-    """(first variable, second variable) per element: for lists the element (or the index
-    and the element), for maps the key (or the key and the value)."""
+def _elements(
+    a: Activation, collection: Any, macro: str, two: bool, cost: int, cost_key: object
+) -> Iterable[Any]:
+    """What a loop iterates: list elements or map keys, or with two variables (index,
+    element) or (key, value) pairs. The whole loop is charged before it starts: at most what
+    it will use (an `exists` may stop early), never less, so the budget always holds."""
     t = type(collection)
     if t is list or t is tuple:
-        if two:
-            yield from enumerate(collection)  # type: ignore[arg-type]
+        items: Iterable[Any] = enumerate(collection) if two else collection
+    elif t is dict:
+        items = collection.items() if two else collection
+    else:
+        raise no_such_overload(macro, collection)
+    meter = a[cost_key]
+    meter[0] += len(collection) * cost
+    if meter[0] > meter[1]:
+        raise CostLimitExceeded(f"evaluation cost budget of {meter[1]} units exceeded")
+    return items
+
+
+def _bind_names(a: Activation, var: str, var2: str | None) -> tuple[object, object]:
+    return a.get(var, _UNSET), (a.get(var2, _UNSET) if var2 else _UNSET)
+
+
+def _restore(a: Activation, var: str, var2: str | None, saved: tuple[object, object]) -> None:
+    for name, old in ((var, saved[0]), (var2, saved[1])):
+        if name is None:
+            continue
+        if old is _UNSET:
+            a.pop(name, None)
         else:
-            yield from ((v, None) for v in collection)  # type: ignore[attr-defined]
-        return
-    if t is dict:
-        if two:
-            yield from collection.items()  # type: ignore[attr-defined]
-        else:
-            yield from ((k, None) for k in collection)  # type: ignore[attr-defined]
-        return
-    raise no_such_overload(macro, collection)
-
-
-class _Scope:
-    """Binds loop variables in the activation and restores what they shadowed."""
-
-    __slots__ = ("a", "saved", "var", "var2")
-
-    def __init__(self, a: Activation, var: str, var2: str | None) -> None:
-        self.a = a
-        self.var = var
-        self.var2 = var2
-        self.saved = (a.get(var, _UNSET), a.get(var2, _UNSET) if var2 else _UNSET)
-
-    def restore(self) -> None:
-        for name, old in ((self.var, self.saved[0]), (self.var2, self.saved[1])):
-            if name is None:
-                continue
-            if old is _UNSET:
-                self.a.pop(name, None)
-            else:
-                self.a[name] = old
-
-
-def _meter(a: Activation, cost_key: object) -> list[int]:
-    return a[cost_key]  # type: ignore[no-any-return]
-
-
-def _over_limit(meter: list[int]) -> CELEvalError:
-    return CostLimitExceeded(f"evaluation cost budget of {meter[1]} units exceeded")
+            a[name] = old
 
 
 def _quantifier(kind: str) -> Builder:
     """all / exists: decided by the first element that decides it, whatever errors others
     raise; otherwise the first error, if any."""
-    decisive = kind == "exists"
+    decisive: bool = kind == "exists"
+    undecisive: bool = not decisive
 
     def build(
         target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
@@ -116,48 +103,29 @@ def _quantifier(kind: str) -> Builder:
         two = var2 is not None
 
         def run(a: Activation) -> bool:
-            collection = target(a)
-            meter = _meter(a, cost_key)
-            scope = _Scope(a, var, var2)
+            items = _elements(a, target(a), kind, two, cost, cost_key)
+            saved = _bind_names(a, var, var2)
             error: Exception | None = None
             try:
-                if not two and type(collection) is list:
-                    for item in collection:
-                        meter[0] += cost
-                        if meter[0] > meter[1]:
-                            raise _over_limit(meter)
+                for item in items:
+                    if two:
+                        a[var], a[var2] = item
+                    else:
                         a[var] = item
-                        try:
-                            v = pred(a)
-                        except Exception as e:
-                            error = error or e
-                            continue
-                        if v is decisive:
-                            return decisive  # type: ignore[no-any-return]
-                        if v is not (not decisive):
-                            error = error or no_such_overload(kind, v)
-                else:
-                    for first, second in _pairs(collection, kind, two):
-                        meter[0] += cost
-                        if meter[0] > meter[1]:
-                            raise _over_limit(meter)
-                        a[var] = first
-                        if two:
-                            a[var2] = second
-                        try:
-                            v = pred(a)
-                        except Exception as e:
-                            error = error or e
-                            continue
-                        if v is decisive:
-                            return decisive  # type: ignore[no-any-return]
-                        if v is not (not decisive):
-                            error = error or no_such_overload(kind, v)
+                    try:
+                        v = pred(a)
+                    except Exception as e:
+                        error = error or e
+                        continue
+                    if v is decisive:
+                        return decisive  # type: ignore[no-any-return]
+                    if v is not undecisive:
+                        error = error or no_such_overload(kind, v)
             finally:
-                scope.restore()
+                _restore(a, var, var2, saved)
             if error is not None:
                 raise error
-            return not decisive
+            return undecisive
 
         return run
 
@@ -178,20 +146,20 @@ def _loop(
     two = var2 is not None
 
     def run(a: Activation) -> None:
-        collection = target(a)
-        meter = _meter(a, cost_key)
-        scope = _Scope(a, var, var2)
+        items = _elements(a, target(a), macro, two, cost, cost_key)
+        saved = _bind_names(a, var, var2)
         try:
-            for first, second in _pairs(collection, macro, two):
-                meter[0] += cost
-                if meter[0] > meter[1]:
-                    raise _over_limit(meter)
-                a[var] = first
+            for item in items:
                 if two:
+                    first, second = item
+                    a[var] = first
                     a[var2] = second
+                else:
+                    first, second = item, None
+                    a[var] = first
                 step(a, first, second)
         finally:
-            scope.restore()
+            _restore(a, var, var2, saved)
 
     return run
 
@@ -349,12 +317,12 @@ def _bind(
     (body,) = bodies
 
     def run(a: Activation) -> object:
-        scope = _Scope(a, var, None)
+        saved = _bind_names(a, var, None)
         try:
             a[var] = target(a)
             return body(a)
         finally:
-            scope.restore()
+            _restore(a, var, None, saved)
 
     return run
 
@@ -372,12 +340,12 @@ def _opt_map(flat: bool) -> Builder:
                 raise no_such_overload(macro, opt)
             if not opt.has_value():
                 return opt
-            scope = _Scope(a, var, None)
+            saved = _bind_names(a, var, None)
             try:
                 a[var] = opt.value
                 result = body(a)
             finally:
-                scope.restore()
+                _restore(a, var, None, saved)
             if not flat:
                 return Optional(result)
             if type(result) is not Optional:

@@ -1,0 +1,26 @@
+"""The function libraries of the CEL environment, with Kubernetes' names and semantics."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from policyext.cel.functions import Library
+from policyext.cel.lib.encoders import ENCODERS_LIBRARY
+from policyext.cel.lib.format import FORMAT_LIBRARY
+from policyext.cel.lib.lists import LISTS_LIBRARY
+from policyext.cel.lib.math import MATH_LIBRARY
+from policyext.cel.lib.regex import REGEX_LIBRARY
+from policyext.cel.lib.sets import SETS_LIBRARY
+from policyext.cel.lib.strings import STRINGS_LIBRARY
+from policyext.cel.stdlib import STANDARD_LIBRARY
+
+KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
+    STANDARD_LIBRARY,
+    STRINGS_LIBRARY,
+    FORMAT_LIBRARY,
+    LISTS_LIBRARY,
+    SETS_LIBRARY,
+    REGEX_LIBRARY,
+    MATH_LIBRARY,
+    ENCODERS_LIBRARY,
+)

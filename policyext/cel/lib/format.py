@@ -1,0 +1,262 @@
+"""`"...".format([args])`: printf-style string formatting, as cel-go's strings extension does it.
+
+Clauses: `%s` (any printable value, lists and maps included), `%d` (integers; doubles print
+in plain decimal), `%f` and `%e` with an optional precision (`%.3f`), `%b`, `%o`, `%x`, `%X`,
+and `%%` for a percent sign. The values print as cel-go's formatter prints them (the one the
+cel-spec conformance tests describe): strings inside lists are not quoted, doubles use the
+shortest decimal form that reads back to the same value, durations print as seconds,
+timestamps in RFC 3339, and NaN / infinities as `NaN`, `Infinity`, `-Infinity`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Final, TypeGuard
+
+from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.functions import Library
+from policyext.cel.lib.strings import scan_cost
+from policyext.cel.values import (
+    NANOS_PER_SECOND,
+    CELType,
+    Duration,
+    Timestamp,
+    UInt,
+    type_name,
+)
+
+FORMAT_LIBRARY: Final = Library("format")
+
+DEFAULT_PRECISION: Final = 6
+# cel-go caps the precision of %f and %e so that one clause cannot build a huge string
+MAX_PRECISION: Final = 100
+
+
+class _FormatError(Exception):
+    """A clause that cannot format its argument; the caller prefixes the context."""
+
+
+def _format_cost(template: object, args: object) -> int:
+    size = len(template) if type(template) is str else 0
+    if isinstance(args, list | tuple):
+        size += len(args)
+    return scan_cost(size)
+
+
+@FORMAT_LIBRARY.member("format", 1, receiver=str, result="string", cost=_format_cost)
+def format_string(template: str, args: object) -> str:
+    if not isinstance(args, list | tuple):
+        raise no_such_overload("format", template, args)
+    out: list[str] = []
+    i, n, arg_index = 0, len(template), 0
+    while i < n:
+        c = template[i]
+        if c != "%":
+            # copy the literal run up to the next clause in one piece
+            j = template.find("%", i)
+            j = n if j < 0 else j
+            out.append(template[i:j])
+            i = j
+            continue
+        if i + 1 < n and template[i + 1] == "%":
+            out.append("%")
+            i += 2
+            continue
+        if arg_index >= len(args):
+            raise CELEvalError(f"index {arg_index} out of range")
+        if i + 1 >= n:
+            raise CELEvalError("unexpected end of string")
+        try:
+            consumed, clause = _parse_clause(template, i + 1)
+        except _FormatError as e:
+            raise CELEvalError(f"could not parse formatting clause: {e}") from None
+        try:
+            out.append(clause(args[arg_index]))
+        except _FormatError as e:
+            raise CELEvalError(f"error during formatting: {e}") from None
+        i += 1 + consumed
+        arg_index += 1
+    return "".join(out)
+
+
+Clause = Callable[[object], str]
+
+
+def _parse_clause(template: str, start: int) -> tuple[int, Clause]:
+    """The clause starting at `start` (just past the `%`): characters consumed, formatter."""
+    i = start
+    precision = DEFAULT_PRECISION
+    if template[i] == ".":
+        i += 1
+        digits_start = i
+        while i < len(template) and "0" <= template[i] <= "9":
+            i += 1
+        if i >= len(template):
+            raise _FormatError(
+                "error while parsing precision: could not find end of precision specifier"
+            )
+        digits = template[digits_start:i]
+        if not digits:
+            raise _FormatError(
+                "error while parsing precision: error while converting precision to integer: "
+                f"invalid syntax {digits!r}"
+            )
+        precision = int(digits)
+        if precision > MAX_PRECISION:
+            raise _FormatError(
+                f"error while parsing precision: precision {precision} exceeds maximum "
+                f"allowed precision {MAX_PRECISION}"
+            )
+    verb = template[i]
+    consumed = i + 1 - start
+    if verb == "s":
+        return consumed, format_value
+    if verb == "d":
+        return consumed, _decimal
+    if verb == "f":
+        return consumed, lambda v: _fixed(v, precision)
+    if verb == "e":
+        return consumed, lambda v: _scientific(v, precision)
+    if verb == "b":
+        return consumed, _binary
+    if verb == "o":
+        return consumed, _octal
+    if verb == "x":
+        return consumed, lambda v: _hex(v, upper=False)
+    if verb == "X":
+        return consumed, lambda v: _hex(v, upper=True)
+    raise _FormatError(f'unrecognized formatting clause "{verb}"')
+
+
+# -- %s -----------------------------------------------------------------------------------
+def format_value(value: object) -> str:
+    """A value as `%s` prints it."""
+    # bool before int: True is an int to Python
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return _shortest_decimal(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        entries = sorted((format_value(k), format_value(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in entries) + "}"
+    if isinstance(value, Duration):
+        return _format_seconds(value) + "s"
+    if isinstance(value, Timestamp):
+        return _format_rfc3339(value)
+    if isinstance(value, CELType):
+        return value.name
+    raise _FormatError(
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
+        f"types, durations, and timestamps, was given {type_name(value)}"
+    )
+
+
+def _special_double(value: float) -> str | None:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return None
+
+
+def _shortest_decimal(value: float) -> str:
+    """The fewest digits that read back as `value`, never in exponent form (Go's 'f', -1)."""
+    special = _special_double(value)
+    if special is not None:
+        return special
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _format_seconds(d: Duration) -> str:
+    # as Go's Duration.Seconds(): whole seconds and nanoseconds, each converted to a double
+    whole, frac = divmod(abs(d.nanos), NANOS_PER_SECOND)
+    sign = -1 if d.nanos < 0 else 1
+    return _shortest_decimal(sign * (float(whole) + float(frac) / 1e9))
+
+
+def _format_rfc3339(t: Timestamp) -> str:
+    seconds, nanos = divmod(t.nanos, NANOS_PER_SECOND)
+    dt = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
+    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
+    if nanos:
+        text += "." + f"{nanos:09d}".rstrip("0")
+    return text + "Z"
+
+
+# -- numeric clauses ----------------------------------------------------------------------
+def _is_integer(value: object) -> TypeGuard[int]:
+    """An int or a uint; not a bool, though Python counts it as an int."""
+    return type(value) is int or type(value) is UInt
+
+
+def _decimal(value: object) -> str:
+    if _is_integer(value):
+        return str(int(value))
+    if type(value) is float:
+        return _shortest_decimal(value)
+    raise _FormatError(f"decimal clause can only be used on integers, was given {type_name(value)}")
+
+
+def _as_double(value: object, clause: str) -> float:
+    if type(value) is float:
+        return value
+    if _is_integer(value):
+        return float(value)
+    raise _FormatError(f"{clause} clause can only be used on doubles, was given {type_name(value)}")
+
+
+def _fixed(value: object, precision: int) -> str:
+    number = _as_double(value, "fixed-point")
+    return _special_double(number) or f"{number:.{precision}f}"
+
+
+def _scientific(value: object, precision: int) -> str:
+    number = _as_double(value, "scientific")
+    return _special_double(number) or f"{number:.{precision}e}"
+
+
+def _binary(value: object) -> str:
+    if type(value) is bool:
+        return "1" if value else "0"
+    if _is_integer(value):
+        return format(int(value), "b")
+    raise _FormatError(
+        f"only integers and bools can be formatted as binary, was given {type_name(value)}"
+    )
+
+
+def _octal(value: object) -> str:
+    if _is_integer(value):
+        return format(int(value), "o")
+    raise _FormatError(f"octal clause can only be used on integers, was given {type_name(value)}")
+
+
+def _hex(value: object, *, upper: bool) -> str:
+    if _is_integer(value):
+        text = format(int(value), "x")
+    elif type(value) is str:
+        text = value.encode("utf-8", errors="surrogatepass").hex()
+    elif type(value) is bytes:
+        text = value.hex()
+    else:
+        raise _FormatError(
+            "only integers, byte buffers, and strings can be formatted as hex, "
+            f"was given {type_name(value)}"
+        )
+    return text.upper() if upper else text
