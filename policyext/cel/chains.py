@@ -59,8 +59,8 @@ def compile_chain(compiler: Compiler, node: ast.Node) -> Code:
             steps.append((False, str(key.value), node.function == "_[?_]"))
             node = node.args[0]
     steps.reverse()
-    base = compiler.compile(node)
-    if isinstance(node, ast.Ident) and node.name in compiler.variables and steps[0][0]:
+    base = compiler.chain_root(node)
+    if isinstance(node, ast.Ident) and compiler.is_global(node.name):
         compiler.selections.add((node.name, steps[0][1]))
     if compiler.check and base.type in _NOT_SELECTABLE:
         raise compiler.error(f"type '{base.type}' does not support field selection", node)

@@ -15,17 +15,17 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
 from policyext.cel.chains import compile_chain, is_chain_step
 from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
 from policyext.cel.comprehensions import compile_comprehension
-from policyext.cel.errors import CELCheckError, CELEvalError, no_such_overload
+from policyext.cel.errors import CELCheckError, CELEvalError, CostLimitExceeded, no_such_overload
 from policyext.cel.functions import DYN, FunctionTable, MemberTable, Overload
 from policyext.cel.lexer import position
-from policyext.cel.lib.regex import compile_regex
+from policyext.cel.lib.regex import compile_regex, regex_cost
 from policyext.cel.values import (
     CELType,
     Optional,
@@ -119,6 +119,8 @@ class Compiler:
         self.uses_frame = False  # comprehensions or metered calls write into the activation
         self.references: set[str] = set()
         self.selections: set[tuple[str, str]] = set()
+        # variables read as a whole, not only through constant fields (`variables[k]`)
+        self.opaque: set[str] = set()
 
     # -- errors ------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | int) -> CELCheckError:
@@ -156,12 +158,22 @@ class Compiler:
             return Code(operator.itemgetter(name), path=(name, ()))
         if name in self.variables:
             self.references.add(name)
+            self.opaque.add(name)
             return self.variable(name, self.variables[name])
         if name in TYPE_NAMES:
             return constant(CELType(name), "type")
         if self.check:
             raise self.error(f"undeclared reference to '{name}'", node)
         return self.variable(name, DYN)
+
+    def chain_root(self, node: ast.Node) -> Code:
+        """The base of an access chain: a variable read through constant fields only."""
+        if isinstance(node, ast.Ident):
+            name = node.name
+            if name in self.variables and name not in self.locals:
+                self.references.add(name)
+                return self.variable(name, self.variables[name])
+        return self.compile(node)
 
     def variable(self, name: str, type_: str) -> Code:
         def read(a: Activation) -> object:
@@ -215,8 +227,12 @@ class Compiler:
             return constant(CELType(name), "type")
         return None
 
+    def is_global(self, name: str) -> bool:
+        """A declared variable not shadowed by a macro's variable."""
+        return name in self.variables and name not in self.locals
+
     def note_selection(self, operand: ast.Node, field: str) -> None:
-        if isinstance(operand, ast.Ident) and operand.name in self.variables:
+        if isinstance(operand, ast.Ident) and self.is_global(operand.name):
             self.selections.add((operand.name, field))
 
     def access_chain(self, node: ast.Node) -> Code:
@@ -233,8 +249,9 @@ class Compiler:
         dotted = self.qualified(node.target)
         if dotted is not None and not self.is_variable(dotted.split(".", 1)[0]):
             qualified_name = f"{dotted}.{name}"
-            if self.functions.find_global(qualified_name, len(node.args)) is not None:
-                return self.global_call(qualified_name, node.args, node)
+            if qualified_name in self.functions.global_names():
+                # positions point at the start of the qualified name, as for any global call
+                return self.global_call(qualified_name, node.args, _root(node.target))
         return self.member_call(node)
 
     def args(self, nodes: list[ast.Node]) -> list[Code]:
@@ -292,9 +309,12 @@ class Compiler:
     ) -> Code | None:
         """A closure written for this call (constant regex, orValue), if there is one."""
         try:
-            return specializer(name, args)
+            code = specializer(name, args)
         except CELEvalError as e:  # e.g. an invalid constant regex: a load-time error
             raise self.error(e.message, node) from None
+        if code is not None and name == "matches":
+            self.uses_frame = True  # it charges the cost of the match
+        return code
 
     def apply(self, overload: Overload, args: list[Code], node: ast.Node) -> Code:
         impl = overload.impl
@@ -307,7 +327,10 @@ class Compiler:
             def fn(a: Activation) -> object:
                 values = [f(a) for f in fns]
                 charge(a, cost_fn(*values))
-                return impl(*values)
+                result = impl(*values)
+                if type(result) in _SIZED:  # what it built, as cel-go charges results
+                    charge(a, sized_cost(result))
+                return result
 
         elif len(fns) == 0:
             fn = lambda _a: impl()  # noqa: E731
@@ -347,7 +370,10 @@ class Compiler:
                 values = [f(a) for f in fns]
                 if overload.cost is not None:
                     charge(a, overload.cost(t, *values))
-                return overload.impl(t, *values)
+                result = overload.impl(t, *values)
+                if type(result) in _SIZED:
+                    charge(a, sized_cost(result))
+                return result
 
         elif len(fns) == 0:
 
@@ -410,6 +436,8 @@ class Compiler:
             for f in fns:
                 try:
                     v = f(a)
+                except CostLimitExceeded:
+                    raise  # the budget is spent: no operand may absorb that
                 except Exception as e:
                     if error is None:
                         error = e
@@ -428,11 +456,13 @@ class Compiler:
             def run2(a: Activation) -> bool:
                 try:
                     v = f0(a)
+                except CostLimitExceeded:
+                    raise
                 except Exception:
                     v = _MISSING
                 if v is decisive:
                     return decisive  # type: ignore[no-any-return]
-                if v is not decisive and v is not _MISSING and type(v) is bool:
+                if type(v) is bool:
                     w = f1(a)
                     if type(w) is bool:
                         return w
@@ -481,6 +511,8 @@ class Compiler:
 
     def minus(self, node: ast.Call) -> Code:
         (arg,) = self.args(node.args)
+        if self.check and arg.type in _CONCRETE and arg.type not in ("int", "double"):
+            raise self.error(f"found no matching overload for '-_' applied to '{arg.type}'", node)
         f = arg.fn
         return self.fold(Code(lambda a: ops.negate(f(a)), arg.type, cost=arg.cost + 1), [arg])
 
@@ -523,7 +555,19 @@ class Compiler:
         result = left.type if left.type == right.type else DYN
         if node.function == "_-_" and left.type == "google.protobuf.Timestamp":
             result = DYN
-        code = Code(lambda a: apply(lf(a), rf(a)), result, cost=left.cost + right.cost + 1)
+        if node.function == "_+_" and not (left.type in _NUMERIC and right.type in _NUMERIC):
+            # concatenation: charged by the size it builds, so doubling cannot run away
+            self.uses_frame = True
+
+            def concatenate(a: Activation) -> object:
+                value = apply(lf(a), rf(a))
+                if type(value) in _SIZED:
+                    charge(a, sized_cost(value))
+                return value
+
+            code = Code(concatenate, result, cost=left.cost + right.cost + 1)
+        else:
+            code = Code(lambda a: apply(lf(a), rf(a)), result, cost=left.cost + right.cost + 1)
         return self.fold(code, [left, right])
 
     def check_operand_types(
@@ -555,8 +599,20 @@ class Compiler:
                     return ops.contains(values, v)
 
                 return Code(in_strings, "bool", cost=item.cost + 1)
+        if self.check and container.type in _CONCRETE and container.type not in ("list", "map"):
+            raise self.error(
+                f"found no matching overload for '@in' applied to '{container.type}'", node
+            )
         cf = container.fn
-        code = Code(lambda a: ops.contains(cf(a), itf(a)), "bool", cost=item.cost + container.cost)
+        self.uses_frame = True
+
+        def member(a: Activation) -> bool:
+            values = cf(a)
+            if type(values) is list:
+                charge(a, len(values))  # a linear scan
+            return ops.contains(values, itf(a))
+
+        code = Code(member, "bool", cost=item.cost + container.cost)
         return self.fold(code, [item, container])
 
     def index(self, node: ast.Call) -> Code:
@@ -622,6 +678,10 @@ class Compiler:
                     raise CELEvalError(f"unsupported map key type: {type_name(key)}")
                 if map_get(out, key)[0]:
                     raise CELEvalError(f"Failed with repeated key: {key}")
+                if key in out:  # Python equates True with 1: CEL keeps them apart, we cannot
+                    raise CELEvalError(
+                        "a map cannot hold both the keys 1 and true (or 0 and false)"
+                    )
                 value = vf(a)
                 if optional:
                     if type(value) is not Optional:
@@ -637,26 +697,27 @@ class Compiler:
 
     # -- comprehensions ----------------------------------------------------------------
     def comprehension(self, node: ast.Comprehension) -> Code:
-        if node.kind not in ("bind", "optMap", "optFlatMap"):
+        self.uses_frame = True
+        return compile_comprehension(self, node)
+
+    def with_locals(self, names: list[str], body: ast.Node, loop: ast.Node | None) -> Code:
+        """Compile a macro's body with its variables in scope; `loop` is the macro when it
+        iterates (chained macros are not nested; a loop in a loop body is)."""
+        if loop is not None:
             self.loop_depth += 1
             if self.loop_depth > self.limits.max_comprehension_nesting:
+                self.loop_depth -= 1
                 raise self.error(
                     f"comprehensions nested more than {self.limits.max_comprehension_nesting} deep",
-                    node,
+                    loop,
                 )
-        self.uses_frame = True
-        try:
-            return compile_comprehension(self, node)
-        finally:
-            if node.kind not in ("bind", "optMap", "optFlatMap"):
-                self.loop_depth -= 1
-
-    def with_locals(self, names: list[str], body: ast.Node) -> Code:
         for name in names:
             self.locals[name] = self.locals.get(name, 0) + 1
         try:
             return self.compile(body)
         finally:
+            if loop is not None:
+                self.loop_depth -= 1
             for name in names:
                 self.locals[name] -= 1
                 if not self.locals[name]:
@@ -664,7 +725,21 @@ class Compiler:
 
 
 _ORDERABLE: Final = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
+_SIZED: Final = frozenset((str, bytes, list))
+
+
+def sized_cost(value: Any) -> int:
+    """What building a value costs: a unit per ten characters or bytes, one per element."""
+    return len(value) if type(value) is list else len(value) // 10
+
+
 _KEY_TYPES: Final = frozenset((str, int, UInt, bool))
+
+
+def _root(node: ast.Node) -> ast.Node:
+    while isinstance(node, ast.Select):
+        node = node.operand
+    return node
 
 
 def _flatten(node: ast.Node, function: str, out: list[ast.Node]) -> None:
@@ -761,6 +836,11 @@ def _specialize_member(name: str, args: list[Code]) -> Code | None:
     """`args` holds the target first."""
     if name == "matches" and len(args) == 2:
         return _constant_regex(args[0], args[1])
+    if name in ("find", "findAll") and len(args) >= 2:
+        pattern = args[1]
+        if pattern.const and type(pattern.value) is str:
+            compile_regex(pattern.value)  # an invalid constant pattern fails at load time
+        return None
     if name == "orValue" and len(args) == 2:
         return _or_value(args[0], args[1])
     if name == "hasValue" and len(args) == 1 and args[0].walk is not None:
@@ -780,7 +860,7 @@ def _or_value(target: Code, default: Code) -> Code:
             v = walk(a)
             return df(a) if v is ABSENT else v
 
-        return Code(chain_or_value, default.type, cost=cost)
+        return Code(chain_or_value, DYN, cost=cost)
     tf = target.fn
 
     def or_value(a: Activation) -> object:
@@ -789,7 +869,7 @@ def _or_value(target: Code, default: Code) -> Code:
             raise no_such_overload("orValue", t)
         return t.value if t.has_value() else df(a)
 
-    return Code(or_value, default.type, cost=cost)
+    return Code(or_value, DYN, cost=cost)
 
 
 def _constant_regex(text: Code, pattern: Code) -> Code | None:
@@ -799,11 +879,13 @@ def _constant_regex(text: Code, pattern: Code) -> Code | None:
     regex = compile_regex(pattern.value)  # an invalid pattern fails when the policy loads
     test = regex.matches
     tf = text.fn
+    source = pattern.value
 
     def matches(a: Activation) -> bool:
         s = tf(a)
         if type(s) is not str:
-            raise no_such_overload("matches", s, pattern.value)
+            raise no_such_overload("matches", s, source)
+        charge(a, regex_cost(s, source))
         return test(s)
 
     return Code(matches, "bool", cost=text.cost + 1)

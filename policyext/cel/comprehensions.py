@@ -27,7 +27,8 @@ _UNSET: Final = object()
 def compile_comprehension(compiler: Compiler, node: ast.Comprehension) -> Code:
     target = compiler.compile(node.target)
     names = [node.var] + ([node.var2] if node.var2 else [])
-    bodies = [compiler.with_locals(names, arg) for arg in node.args]
+    loop = None if node.kind in ("bind", "optMap", "optFlatMap") else node
+    bodies = [compiler.with_locals(names, arg, loop) for arg in node.args]
     builder = _BUILDERS.get(node.kind)
     if builder is None:
         raise compiler.error(f"unknown macro {node.kind}", node)
@@ -114,6 +115,8 @@ def _quantifier(kind: str) -> Builder:
                         a[var] = item
                     try:
                         v = pred(a)
+                    except CostLimitExceeded:
+                        raise
                     except Exception as e:
                         error = error or e
                         continue

@@ -103,11 +103,15 @@ class FunctionTable:
     globals: dict[tuple[str, int | None], Overload]
     members: dict[tuple[str, int | None], MemberTable]
 
-    def global_names(self) -> set[str]:
-        return {name for name, _ in self.globals}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_global_names", frozenset(n for n, _ in self.globals))
+        object.__setattr__(self, "_member_names", frozenset(n for n, _ in self.members))
 
-    def member_names(self) -> set[str]:
-        return {name for name, _ in self.members}
+    def global_names(self) -> frozenset[str]:
+        return self._global_names  # type: ignore[attr-defined, no-any-return]
+
+    def member_names(self) -> frozenset[str]:
+        return self._member_names  # type: ignore[attr-defined, no-any-return]
 
     def find_global(self, name: str, arity: int) -> Overload | None:
         return self.globals.get((name, arity)) or self.globals.get((name, None))

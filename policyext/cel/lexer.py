@@ -121,6 +121,8 @@ class Lexer:
     def _integer(self, text: str, offset: int) -> Token:
         unsigned = text[-1] in "uU"
         digits = text[:-1] if unsigned else text
+        if len(digits.lstrip("0")) > 22:  # longer than any 64-bit literal, even in hex
+            raise self.error("integer literal out of range", offset)
         value = int(digits, 16) if digits[:2] in ("0x", "0X") else int(digits)
         if unsigned:
             if value > UINT64_MAX:

@@ -22,6 +22,7 @@ from policyext.cel.values import (
     UInt,
     cel_equals,
     map_get,
+    type_name,
 )
 
 BinaryFn = Callable[[object, object], object]
@@ -49,6 +50,8 @@ def _int_div(a: int, b: int) -> int:
 def _int_mod(a: int, b: int) -> int:
     if b == 0:
         raise CELEvalError("modulus by zero")
+    if a == INT64_MIN and b == -1:
+        raise CELEvalError("int overflow")
     r = abs(a) % abs(b)
     return -r if a < 0 else r
 
@@ -255,6 +258,11 @@ def index(container: object, key: object) -> object:
         return container[_list_position(container, key)]  # type: ignore[index, arg-type]
     if tc is Optional:
         return optional_index(container, key)
+    if isinstance(container, dict) and type(key) is str:
+        try:
+            return container[key]
+        except KeyError:
+            raise CELEvalError(f"no such key: {key}") from None
     raise no_such_overload("_[_]", container, key)
 
 
@@ -292,10 +300,12 @@ def select(operand: object, field: str) -> object:
             raise CELEvalError(f"no such key: {field}") from None
     if type(operand) is Optional:
         return optional_select(operand, field)
-    getter = getattr(operand, "cel_field", None)
-    if getter is not None:
-        return getter(field)
-    raise CELEvalError(f"type '{type(operand).__name__}' does not support field selection")
+    if isinstance(operand, dict):  # the engine's lazy maps (variables, nodeInfo)
+        try:
+            return operand[field]
+        except KeyError:
+            raise CELEvalError(f"no such key: {field}") from None
+    raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
 
 
 def optional_select(operand: object, field: str) -> Optional:
@@ -307,16 +317,21 @@ def optional_select(operand: object, field: str) -> Optional:
     if type(operand) is dict:
         value = operand.get(field, _ABSENT)
         return Optional() if value is _ABSENT else Optional(value)
-    raise CELEvalError(f"type '{type(operand).__name__}' does not support field selection")
+    if isinstance(operand, dict):
+        try:
+            return Optional(operand[field])
+        except KeyError:
+            return Optional()
+    raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
 
 
 def has_field(operand: object, field: str) -> bool:
     """`has(operand.field)`."""
-    if type(operand) is dict:
+    if isinstance(operand, dict):
         return field in operand
     if type(operand) is Optional:
         return operand.has_value() and has_field(operand.value, field)
-    raise CELEvalError(f"invalid type for has(): {type(operand).__name__}")
+    raise CELEvalError(f"invalid type for has(): {type_name(operand)}")
 
 
 _ABSENT: Final = object()

@@ -172,6 +172,7 @@ class Parser:
             offsets = []
             while self.at("!"):
                 offsets.append(self.next().offset)
+            self._check_depth(len(offsets))
             node = self.member()
             for offset in reversed(offsets):
                 node = ast.Call(offset, "!_", [node])
@@ -180,6 +181,7 @@ class Parser:
             offsets = []
             while self.at("-"):
                 offsets.append(self.next().offset)
+            self._check_depth(len(offsets))
             literal = self.peek()
             node = self.member()
             folds = literal.kind in ("INT", "DOUBLE") and isinstance(node, ast.Literal)
@@ -193,6 +195,11 @@ class Parser:
         node = self.member()
         self._check_int_range(node)
         return node
+
+    def _check_depth(self, operators: int) -> None:
+        """Each unary operator nests the expression one level deeper."""
+        if self.depth + operators > self.max_depth:
+            raise self.error(f"expression nested more than {self.max_depth} levels deep")
 
     def _check_int_range(self, node: ast.Node) -> None:
         if isinstance(node, ast.Literal) and type(node.value) is int and node.value == 2**63:
@@ -371,4 +378,7 @@ def _qualified_name(node: ast.Node) -> str | None:
 
 def parse(source: str, max_depth: int = DEFAULT_MAX_DEPTH) -> ast.Node:
     """Parse CEL source text into an AST; raises CELSyntaxError with line and column."""
-    return Parser(source, max_depth).parse()
+    try:
+        return Parser(source, max_depth).parse()
+    except RecursionError:  # only with a nesting limit raised far above the default
+        raise CELSyntaxError("expression nested too deeply to parse") from None

@@ -15,11 +15,22 @@ from policyext.cel.parser import parse
 
 DEFAULT_LIMITS: Final = Limits()
 
+__all__ = ["COST", "DEFAULT_LIMITS", "Program", "compile", "new_frame"]
+
 
 class Program:
     """A compiled CEL expression. Immutable and safe to share between threads."""
 
-    __slots__ = ("_fn", "_frame", "limits", "references", "result_type", "selections", "source")
+    __slots__ = (
+        "_fn",
+        "_frame",
+        "limits",
+        "opaque_references",
+        "references",
+        "result_type",
+        "selections",
+        "source",
+    )
 
     def __init__(
         self,
@@ -34,6 +45,8 @@ class Program:
         # the root variables the expression reads, and the (variable, field) pairs it selects
         self.references: frozenset[str] = frozenset(compiler.references)
         self.selections: frozenset[tuple[str, str]] = frozenset(compiler.selections)
+        # the variables read other than through constant fields (`v[k]`, `has(v.f)`, `v`)
+        self.opaque_references: frozenset[str] = frozenset(compiler.opaque)
         self._fn = fn
         self._frame = compiler.uses_frame
 
@@ -54,8 +67,29 @@ class Program:
         except Exception as e:  # a Python error inside a function is an evaluation error
             raise CELEvalError(f"evaluation failed: {e}") from None
 
+    def run(self, frame: dict[object, object]) -> object:
+        """Evaluate in a frame made by `new_frame`, without copying it: for callers that
+        evaluate many programs over the same variables (the policy engine). The caller
+        resets the cost meter (`frame[COST][0] = 0`) between evaluations if it wants."""
+        try:
+            return self._fn(frame)  # type: ignore[operator]
+        except CELError:
+            raise
+        except RecursionError:
+            raise CELEvalError("value too deeply nested to evaluate") from None
+        except Exception as e:
+            raise CELEvalError(f"evaluation failed: {e}") from None
+
     def __repr__(self) -> str:
         return f"Program({self.source!r})"
+
+
+def new_frame(activation: Mapping[str, object], budget: int) -> dict[object, object]:
+    """A frame for `Program.run`: the variables and a cost meter."""
+    frame: dict[object, object] = {}
+    frame.update(activation)
+    frame[COST] = [0, budget]
+    return frame
 
 
 @lru_cache(maxsize=8)

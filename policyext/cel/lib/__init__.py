@@ -9,9 +9,13 @@ from policyext.cel.lib.encoders import ENCODERS_LIBRARY
 from policyext.cel.lib.format import FORMAT_LIBRARY
 from policyext.cel.lib.lists import LISTS_LIBRARY
 from policyext.cel.lib.math import MATH_LIBRARY
+from policyext.cel.lib.net import NET_LIBRARY
+from policyext.cel.lib.quantity import QUANTITY_LIBRARY
 from policyext.cel.lib.regex import REGEX_LIBRARY
+from policyext.cel.lib.semver import SEMVER_LIBRARY
 from policyext.cel.lib.sets import SETS_LIBRARY
 from policyext.cel.lib.strings import STRINGS_LIBRARY
+from policyext.cel.lib.url import URL_LIBRARY
 from policyext.cel.stdlib import STANDARD_LIBRARY
 
 KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
@@ -23,4 +27,8 @@ KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
     REGEX_LIBRARY,
     MATH_LIBRARY,
     ENCODERS_LIBRARY,
+    QUANTITY_LIBRARY,
+    SEMVER_LIBRARY,
+    NET_LIBRARY,
+    URL_LIBRARY,
 )

@@ -90,14 +90,14 @@ def is_sorted(items: ListValue) -> bool:
     return all(_ordered(items[i - 1], items[i], "isSorted") <= 0 for i in range(1, len(items)))
 
 
-# The zero of an empty `sum()`: the checker knows the element type; at run time an empty
-# list has none, so its sum is the int 0.
 _SUMMABLE: Final = (int, UInt, float, Duration)
 
 
 @_lib.member("sum", 0, receiver=_LISTS, result="dyn", cost=_traversal_cost)
 def sum_(items: ListValue) -> object:
     if not items:
+        # cel-go's zero depends on the declared element type; an empty list at run time
+        # has none, so its sum is the int 0
         return 0
     first = items[0]
     kind = type(first)

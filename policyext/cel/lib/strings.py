@@ -2,7 +2,8 @@
 
 Indexes count code points, as CEL's `size()` does. Out-of-range indexes are errors worded
 as cel-go words them (`index out of range: 30`), since policies and their tests may match
-on them. `format` lives in its own module (`format`).
+on them; that includes a search offset past the end of the string, as in the cel-go release
+Kubernetes 1.34 ships (later releases return -1 there). `format` has its own module.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def scan_cost(length: int, factor: float = _SCAN_FACTOR) -> int:
 
 
 def _target_scan_cost(target: object, *_args: object) -> int:
-    return scan_cost(len(target)) if isinstance(target, str | list | tuple) else 0
+    return scan_cost(len(target)) if isinstance(target, str) else 0
 
 
 def _target_build_cost(target: object, *_args: object) -> int:

@@ -1,0 +1,391 @@
+"""The limits on what a policy expression may be (source length, nesting, comprehension
+nesting) and on what one evaluation may do (the cost budget), through the public API."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from policyext.cel import (
+    CELCheckError,
+    CELError,
+    CELEvalError,
+    CELSyntaxError,
+    CostLimitExceeded,
+    Limits,
+    Program,
+    compile,
+)
+
+
+def test_the_default_limits_are_the_documented_ones() -> None:
+    limits = Limits()
+    assert limits.max_source_length == 10_000
+    assert limits.max_nesting_depth == 50
+    assert limits.max_comprehension_nesting == 2
+    assert limits.cost_budget == 1_000_000
+    assert compile("1").limits == limits
+
+
+# -- the source ----------------------------------------------------------------------------
+@pytest.mark.parametrize("limit", [1, 5, 100])
+def test_an_expression_longer_than_max_source_length_is_a_check_error(limit: int) -> None:
+    at_limit = "1" + " " * (limit - 1)
+    assert compile(at_limit, limits=Limits(max_source_length=limit)).evaluate({}) == 1
+    with pytest.raises(CELCheckError) as caught:
+        compile(at_limit + " ", limits=Limits(max_source_length=limit))
+    assert str(limit) in caught.value.message
+
+
+def test_the_default_source_length_limit_applies_without_explicit_limits() -> None:
+    compile("1" + " " * 9_999)
+    with pytest.raises(CELCheckError):
+        compile("1" + " " * 10_000)
+
+
+# each builds an expression nested `depth` levels deep
+NESTINGS: dict[str, Callable[[int], str]] = {
+    "parentheses": lambda d: "(" * d + "1" + ")" * d,
+    "lists": lambda d: "[" * d + "1" + "]" * d,
+    "maps": lambda d: "{'a': " * d + "1" + "}" * d,
+    "calls": lambda d: "dyn(" * d + "1" + ")" * d,
+    "indexes": lambda d: "x[" * d + "0" + "]" * d,
+    "conditionals": lambda d: "true ? 1 : " * d + "2",
+    "lines": lambda d: "[\n" * d + "1" + "\n]" * d,
+    "negations": lambda d: "!" * d + "true",
+    "minus signs": lambda d: "-" * d + "1",
+}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [pytest.param(name) if name in ("negations", "minus signs") else name for name in NESTINGS],
+)
+def test_nesting_deeper_than_max_nesting_depth_is_a_syntax_error_with_position(
+    shape: str,
+) -> None:
+    build = NESTINGS[shape]
+    limits = Limits(max_nesting_depth=20)
+    compile(build(5), {"x": "dyn"}, limits=limits)  # well within the limit
+    for depth in (25, 60, 300):
+        with pytest.raises(CELSyntaxError) as caught:
+            compile(
+                build(depth),
+                {"x": "dyn"},
+                limits=Limits(max_nesting_depth=20, max_source_length=10**5),
+            )
+        assert caught.value.line is not None and caught.value.column is not None
+        assert "nested" in caught.value.message
+    with pytest.raises(CELSyntaxError):
+        compile(build(60), {"x": "dyn"})  # the default limit is 50
+
+
+def test_a_nesting_error_on_a_later_line_reports_that_line() -> None:
+    with pytest.raises(CELSyntaxError) as caught:
+        compile("[\n" * 60 + "1" + "\n]" * 60)
+    assert caught.value.line is not None and caught.value.line > 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "1" + " + 1" * 3000,
+        "x" + ".a" * 3000,
+        "x" + "[0]" * 3000,
+        "x" + ".f()" * 2000,
+        "true" + " && x" * 3000,
+        "-" * 3000 + "1",
+    ],
+    ids=lambda s: s[:12] + f"...({len(s)} chars)",
+)
+def test_very_long_chains_fail_as_cel_errors_never_as_python_errors(source: str) -> None:
+    limits = Limits(max_source_length=100_000)
+    try:
+        program = compile(source, {"x": "dyn"}, limits=limits)
+        program.evaluate({"x": {"a": 1}})
+    except CELError:
+        pass  # any CEL error will do; a RecursionError would not
+
+
+# -- comprehension nesting -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("source", "line", "column"),
+    [
+        ("[1].all(a, [2].all(b, [3].all(c, true)))", 1, 27),
+        ("[1].map(a, [1].map(b, [1].map(c, c)))", 1, 27),
+        ("[1].all(a,\n  [2].all(b,\n    [3].exists(c, true)))", 3, 9),
+        ("{'k': 1}.all(k, v, [1].all(a, [1].exists(i, e, true)))", 1, 35),
+        ("[1].all(a, cel.bind(b, [1], b.all(c, b.exists(d, true))))", 1, 40),
+    ],
+    ids=repr,
+)
+def test_a_third_nested_comprehension_is_a_check_error_at_its_position(
+    source: str, line: int, column: int
+) -> None:
+    with pytest.raises(CELCheckError) as caught:
+        compile(source)
+    assert (caught.value.line, caught.value.column) == (line, column)
+    assert "nested" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("[1].all(a, [2].all(b, true))", True),
+        ("[1].all(a, [2].all(b, true)) && [1].all(a, [2].all(b, true))", True),
+        ("[1].all(a, cel.bind(b, 1, [2].all(c, c > b)))", True),
+        ("[1].all(a, optional.of(1).optMap(o, [o].all(c, c == a)).value())", True),
+        ("[[1]].map(a, a.map(b, b + 1))", [[2]]),
+        pytest.param("[1, 2].map(a, a).map(b, b).map(c, c)", [1, 2]),
+        pytest.param("[1, 2, 3].filter(a, a > 1).map(b, b * 2).all(c, c > 0)", True),
+        pytest.param("[[1]].all(a, a.map(b, b).map(c, c) == [1])", True),
+    ],
+    ids=repr,
+)
+def test_two_nested_comprehensions_and_any_number_in_sequence_are_allowed(
+    source: str, expected: object
+) -> None:
+    assert compile(source).evaluate({}) == expected
+
+
+def test_max_comprehension_nesting_can_be_raised() -> None:
+    three = "[1].all(a, [2].all(b, [3].all(c, true)))"
+    assert compile(three, limits=Limits(max_comprehension_nesting=3)).evaluate({}) is True
+    with pytest.raises(CELCheckError):
+        compile(
+            three.replace("true", "[4].all(d, true)"), limits=Limits(max_comprehension_nesting=3)
+        )
+
+
+# -- the cost budget -----------------------------------------------------------------------
+NESTED_LOOPS = "[1, 2, 3].map(x, lists.range(1000).map(y, x * y)).size()"
+
+
+def test_nested_loops_over_a_large_range_exceed_a_small_budget() -> None:
+    program = compile(NESTED_LOOPS, limits=Limits(cost_budget=1000))
+    with pytest.raises(CostLimitExceeded) as caught:
+        program.evaluate({})
+    assert isinstance(caught.value, CELEvalError)
+    assert "1000" in caught.value.message
+    assert compile(NESTED_LOOPS, limits=Limits(cost_budget=100_000)).evaluate({}) == 3
+
+
+def test_a_budget_passed_to_evaluate_overrides_the_programs_budget() -> None:
+    small = compile(NESTED_LOOPS, limits=Limits(cost_budget=1000))
+    assert small.evaluate({}, budget=100_000) == 3
+    default = compile(NESTED_LOOPS)
+    assert default.evaluate({}) == 3
+    with pytest.raises(CostLimitExceeded):
+        default.evaluate({}, budget=1000)
+
+
+def _passes(program: Program, n: int, budget: int | None) -> bool:
+    try:
+        program.evaluate({"n": n}, budget=budget)
+    except CostLimitExceeded:
+        return False
+    return True
+
+
+def test_the_default_budget_is_one_million_units() -> None:
+    # find the largest n whose cost fits in 1,000,000 units, given explicitly...
+    program = compile("lists.range(n).size()", {"n": "int"})
+    low, high = 0, 2_000_000
+    assert _passes(program, low, 1_000_000) and not _passes(program, high, 1_000_000)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _passes(program, middle, 1_000_000):
+            low = middle
+        else:
+            high = middle
+    # ...then the default budget draws the line at the same place
+    assert _passes(program, low, None)
+    assert not _passes(program, low + 1, None)
+
+
+def test_every_evaluation_starts_with_a_fresh_budget() -> None:
+    program = compile("lists.range(1000).all(e, e >= 0)")
+    for _ in range(5):
+        assert program.evaluate({}, budget=5000) is True
+
+
+BIG = "a" * 100_000
+SMALL = "a" * 10
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "s.contains('b')",
+        "s.startsWith('b')",
+        "s.endsWith('b')",
+        "s.matches(p)",
+        pytest.param(
+            "s.matches('b+')",
+        ),
+        pytest.param(
+            "matches(s, 'b+')",
+        ),
+        "s.find('b+')",
+        "s.findAll('b+')",
+        "s.lowerAscii()",
+        "s.upperAscii()",
+        "s.trim()",
+        "s.replace('a', 'b')",
+        "s.split('a')",
+        "s.indexOf('b')",
+        "s.lastIndexOf('b')",
+        "s.substring(1)",
+        "s.charAt(1)",
+        "s.reverse()",
+        "[s, s].join('')",
+        "strings.quote(s)",
+        "base64.encode(bytes(s))",
+        "base64.decode(s)",
+        pytest.param(
+            "'%s'.format([s])",
+        ),
+        pytest.param("(s + s).size()"),
+    ],
+    ids=repr,
+)
+def test_string_functions_are_charged_by_the_size_of_their_input(source: str) -> None:
+    program = compile(source, {"s": "string", "p": "string"})
+    program.evaluate({"s": SMALL, "p": "b+"}, budget=1000)
+    with pytest.raises(CostLimitExceeded):
+        program.evaluate({"s": BIG, "p": "b+"}, budget=1000)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "l.sum()",
+        "l.isSorted()",
+        "l.sort()",
+        "l.distinct()",
+        "l.indexOf(-1)",
+        "l.min()",
+        "l.max()",
+        "l.reverse()",
+        "l.slice(0, size(l))",
+        "l.flatten()",
+        "sets.contains(l, l)",
+        "math.greatest(l)",
+        "lists.range(size(l))",
+        "l.map(e, e)",
+        "l.filter(e, true)",
+        "l.exists(e, false)",
+        pytest.param("(l + l).size()"),
+        pytest.param("-1 in l"),
+    ],
+    ids=repr,
+)
+def test_list_functions_and_loops_are_charged_by_the_size_of_their_input(source: str) -> None:
+    program = compile(source, {"l": "list"})
+    program.evaluate({"l": list(range(10))}, budget=1000)
+    with pytest.raises(CostLimitExceeded):
+        program.evaluate({"l": list(range(100_000))}, budget=1000)
+
+
+def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
+    program = compile("s.matches(p)", {"s": "string", "p": "string"})
+    start = time.monotonic()
+    assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a+)+$"}) is False
+    assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a|aa)*$"}) is False
+    assert time.monotonic() - start < 1.0
+
+
+def test_a_huge_range_is_refused_before_it_is_allocated() -> None:
+    start = time.monotonic()
+    with pytest.raises(CELEvalError):
+        compile("lists.range(100000000).size()").evaluate({})
+    assert time.monotonic() - start < 1.0
+
+
+def _doubling(seed: str, times: int) -> str:
+    """`cel.bind(a, seed, cel.bind(a, a + a, ...))`: the value doubles at each level."""
+    source = "a.size()"
+    for _ in range(times):
+        source = f"cel.bind(a, a + a, {source})"
+    return f"cel.bind(a, {seed}, {source})"
+
+
+@pytest.mark.parametrize(
+    ("source", "activation"),
+    [
+        pytest.param(_doubling("s", 7), {"s": "a" * 10_000}),
+        pytest.param(_doubling("l", 7), {"l": list(range(10_000))}),
+        pytest.param(
+            "s.replace('', s).replace('', s).size()",
+            {"s": "a" * 300},
+        ),
+        pytest.param(
+            "l.all(e, e in l)",
+            {"l": [f"s{i}" for i in range(2000)]},
+        ),
+    ],
+    ids=["string doubling", "list doubling", "replace blow-up", "quadratic membership"],
+)
+def test_a_blow_up_is_stopped_by_the_budget(source: str, activation: dict[str, object]) -> None:
+    program = compile(source, dict.fromkeys(activation, "dyn"))
+    with pytest.raises(CostLimitExceeded):
+        program.evaluate(activation, budget=100_000)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "lists.range(2000000).size() > 0 ? t : f",
+        "lists.range(2000000).size() > 0 || t",
+        "lists.range(2000000).size() > 0 && f",
+        "[1, 2].exists(i, lists.range(2000000).size() > i || t)",
+        "[1, 2].exists(i, i == 2 || lists.range(2000000).size() > i)",
+    ],
+    ids=repr,
+)
+def test_exceeding_the_budget_ends_the_evaluation_whatever_surrounds_it(source: str) -> None:
+    # `t` and `f` are variables: a constant `|| true` is folded away at compile time, and
+    # then nothing is evaluated (and nothing is charged) at all
+    with pytest.raises(CostLimitExceeded):
+        compile(source, {"t": "bool", "f": "bool"}).evaluate({"t": True, "f": False})
+
+
+# -- constant regular expressions ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("source", "line", "column"),
+    [
+        ("'a'.matches('[')", 1, 5),
+        ("matches('a', '(')", 1, 1),
+        ("s.matches(\n  '[a-')", 1, 3),
+        ("s.size() > 0 &&\n  s.matches('*')", 2, 5),
+        ("[s].all(e, e.matches('a{2,1}'))", 1, 14),
+        ("s.matches('[' + 'a')", 1, 3),
+        pytest.param(
+            "s.find('(')",
+            1,
+            3,
+        ),
+        pytest.param(
+            "s.findAll('(')",
+            1,
+            3,
+        ),
+    ],
+    ids=repr,
+)
+def test_an_invalid_constant_pattern_is_a_check_error_with_position(
+    source: str, line: int, column: int
+) -> None:
+    with pytest.raises(CELCheckError) as caught:
+        compile(source, {"s": "string"})
+    assert (caught.value.line, caught.value.column) == (line, column)
+    assert "regular expression" in caught.value.message
+
+
+def test_an_invalid_pattern_from_a_variable_is_an_evaluation_error() -> None:
+    program = compile("s.matches(p)", {"s": "string", "p": "string"})
+    with pytest.raises(CELEvalError) as caught:
+        program.evaluate({"s": "a", "p": "["})
+    assert "regular expression" in caught.value.message
