@@ -15,8 +15,14 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
+RUN_BIND ?= 127.0.0.1:8888
+
 run: $(STAMP)
-	$(BIN)/policyext validate rules/
+	@echo "Serving the policies in rules/ with the demo cluster in examples/cluster.yaml."
+	@echo "Try it from another terminal:"
+	@echo "  curl -s -H 'Content-Type: application/json' --data @examples/filter-request.json http://$(RUN_BIND)/filter"
+	@echo "  curl -s -H 'Content-Type: application/json' --data @examples/filter-request.json http://$(RUN_BIND)/explain"
+	$(BIN)/policyext serve --rules rules --snapshot examples/cluster.yaml --bind $(RUN_BIND)
 
 test: lint typecheck layers unit
 
@@ -32,6 +38,8 @@ layers: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -m 'not e2e'
+	$(BIN)/policyext validate rules/
+	$(BIN)/policyext test rules/
 
 conformance: $(STAMP)
 	$(BIN)/pytest -q tests/cel/test_conformance.py -s

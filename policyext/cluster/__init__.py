@@ -1,0 +1,1 @@
+"""Kubernetes at the edge: node sources (a snapshot file, the live caches), watchers, binding."""

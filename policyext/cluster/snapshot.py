@@ -1,0 +1,126 @@
+"""A node source backed by a snapshot file of Nodes and Pods.
+
+The file is a v1 List (`kubectl get nodes,pods -A -o yaml`) or a multi-document YAML/JSON of
+Node and Pod objects. Node information is computed once, when the file is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from policyext.policy.loader import load_yaml_all
+from policyext.policy.resources import (
+    NodeInfo,
+    Resources,
+    add_into,
+    build_node_info,
+    node_allocatable,
+    pod_is_active,
+    pod_requests,
+    pod_summary,
+)
+
+Json = dict[str, Any]
+
+
+class SnapshotError(Exception):
+    """The snapshot file cannot be read."""
+
+
+def read_objects(path: Path) -> list[Json]:
+    """Every Kubernetes object in a file, with `List` documents flattened."""
+    try:
+        documents = load_yaml_all(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise SnapshotError(f"{path}: cannot read: {e}") from None
+    except yaml.YAMLError as e:
+        raise SnapshotError(f"{path}: not YAML or JSON: {e}") from None
+    return list(_flatten(documents, path))
+
+
+def _flatten(documents: Iterable[object], path: Path) -> Iterable[Json]:
+    for doc in documents:
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise SnapshotError(f"{path}: a document is not an object")
+        if doc.get("kind", "").endswith("List") and isinstance(doc.get("items"), list):
+            yield from _flatten(doc["items"], path)
+        else:
+            yield doc
+
+
+class SnapshotSource:
+    """Nodes and Pods from a file, answering "node by name" and "node information"."""
+
+    def __init__(self, objects: Iterable[Json], description: str = "snapshot") -> None:
+        self.description = description
+        self.nodes: dict[str, Json] = {}
+        pods: list[Json] = []
+        for obj in objects:
+            kind = obj.get("kind")
+            if kind == "Node" or (
+                kind is None and "status" in obj and "spec" in obj and _is_node(obj)
+            ):
+                self.nodes[_name(obj)] = obj
+            elif kind == "Pod":
+                pods.append(obj)
+        self.pods = pods
+        self._requested: dict[str, Resources] = {name: {} for name in self.nodes}
+        self._pods: dict[str, list[dict[str, object]]] = {name: [] for name in self.nodes}
+        for pod in pods:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name or not pod_is_active(pod):
+                continue
+            add_into(self._requested.setdefault(node_name, {}), pod_requests(pod))
+            self._pods.setdefault(node_name, []).append(pod_summary(pod))
+        self._info: dict[str, NodeInfo] = {}
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> SnapshotSource:
+        p = Path(path)
+        return cls(read_objects(p), str(p))
+
+    @property
+    def has_pods(self) -> bool:
+        return True
+
+    def ready(self) -> bool:
+        return True
+
+    def get_node(self, name: str) -> Json | None:
+        return self.nodes.get(name)
+
+    def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
+        name = _name(node)
+        known = self.nodes.get(name)
+        if known is node or (known is not None and _version(known) == _version(node) != ""):
+            info = self._info.get(name)
+            if info is None:
+                info = self._info[name] = self._build(node, name)
+            return info
+        return self._build(node, name)  # a node sent in the request, not the file's copy
+
+    def _build(self, node: Mapping[str, Any], name: str) -> NodeInfo:
+        return build_node_info(
+            node_allocatable(node), self._requested.get(name, {}), self._pods.get(name, [])
+        )
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
+
+
+def _is_node(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status")
+    return isinstance(status, Mapping) and "allocatable" in status

@@ -1,0 +1,424 @@
+"""From policy files to an immutable, compiled PolicySet; every issue is collected first.
+
+Loading goes: files → YAML documents (with positions) → JSON Schema → model → CEL compiled
+with the environment of each field → cross-checks. Nothing is served unless all of it
+passes; then `PolicyError` carries every issue found, each at its file, line and column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+from policyext import cel
+from policyext.policy.loader import (
+    Document,
+    PathKey,
+    discover,
+    expression_location,
+    parse_documents,
+    read_documents,
+)
+from policyext.policy.model import (
+    API_VERSION,
+    POLICY_KIND,
+    TEST_KIND,
+    Expression,
+    Filter,
+    Issue,
+    LabelSelector,
+    Location,
+    Match,
+    MatchCondition,
+    PolicyError,
+    Requirement,
+    SchedulingPolicy,
+    Score,
+    Variable,
+)
+from policyext.policy.schema import validate
+
+TIMESTAMP: Final = "google.protobuf.Timestamp"
+# what a match condition may read: the pod alone (it decides whether the policy applies)
+MATCH_VARIABLES: Final = {"pod": "map", "now": TIMESTAMP}
+# what every other expression may read
+RULE_VARIABLES: Final = {
+    "pod": "map",
+    "node": "map",
+    "nodeInfo": "map",
+    "podRequests": "map",
+    "now": TIMESTAMP,
+    "variables": "map",
+}
+# the variables that do not depend on the node
+POD_ONLY_INPUTS: Final = frozenset(("pod", "now", "podRequests"))
+_NUMBER_TYPES: Final = frozenset(("int", "uint", "double", "dyn"))
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledExpression:
+    expression: Expression
+    program: cel.Program
+    pod_only: bool  # reads neither the node nor node-dependent variables
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledFilter:
+    rule: Filter
+    compiled: CompiledExpression
+    message: CompiledExpression | None
+    failure_policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledScore:
+    rule: Score
+    compiled: CompiledExpression
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    policy: SchedulingPolicy
+    conditions: tuple[tuple[MatchCondition, cel.Program], ...]
+    variables: tuple[tuple[Variable, CompiledExpression], ...]
+    filters: tuple[CompiledFilter, ...]
+    scores: tuple[CompiledScore, ...]
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet:
+    """The policies being served: immutable, in name order, with a content version."""
+
+    policies: tuple[CompiledPolicy, ...]
+    version: str
+    sources: tuple[str, ...]
+
+    def rule_count(self) -> int:
+        return sum(len(p.filters) + len(p.scores) for p in self.policies)
+
+
+EMPTY_POLICY_SET: Final = PolicySet((), "empty", ())
+
+
+# -- entry points ---------------------------------------------------------------------------
+def load_policy_set(paths: Iterable[str | Path], limits: cel.Limits | None = None) -> PolicySet:
+    """Load every SchedulingPolicy under `paths`; raise PolicyError with all issues."""
+    files, issues = discover(paths)
+    documents: list[Document] = []
+    for path in files:
+        docs, file_issues = read_documents(path)
+        documents.extend(docs)
+        issues.extend(file_issues)
+    return compile_documents(documents, issues, [str(f) for f in files], limits)
+
+
+def load_policy_texts(texts: Mapping[str, str], limits: cel.Limits | None = None) -> PolicySet:
+    """Load policies from named texts (e.g. the keys of a ConfigMap)."""
+    documents: list[Document] = []
+    issues: list[Issue] = []
+    for name in sorted(texts):
+        if name.startswith("."):
+            continue
+        docs, text_issues = parse_documents(texts[name], name)
+        documents.extend(docs)
+        issues.extend(text_issues)
+    return compile_documents(documents, issues, sorted(texts), limits)
+
+
+def compile_documents(
+    documents: Sequence[Document],
+    issues: list[Issue],
+    sources: Sequence[str],
+    limits: cel.Limits | None = None,
+) -> PolicySet:
+    compiler = _PolicyCompiler(issues, limits)
+    compiled: list[CompiledPolicy] = []
+    normalized: list[object] = []
+    for doc in documents:
+        kind = _kind(doc, issues)
+        if kind == TEST_KIND:  # PolicyTests may live beside policies: checked, not served
+            issues.extend(validate(doc, TEST_KIND))
+        if kind != POLICY_KIND:
+            continue
+        schema_issues = validate(doc, POLICY_KIND)
+        if schema_issues:
+            issues.extend(schema_issues)
+            continue
+        policy = compiler.policy(doc)
+        if policy is not None:
+            compiled.append(policy)
+            normalized.append(cast(dict[str, Any], doc.data)["spec"] | {"name": policy.name})
+    _check_unique_names(compiled, issues)
+    if issues:
+        raise PolicyError(sorted(issues, key=_issue_order))
+    compiled.sort(key=lambda p: p.name)
+    digest = hashlib.sha256(
+        json.dumps(sorted(normalized, key=lambda n: n["name"]), sort_keys=True).encode()
+    ).hexdigest()
+    return PolicySet(tuple(compiled), digest[:12] if compiled else "empty", tuple(sources))
+
+
+def _issue_order(issue: Issue) -> tuple[str, int, int]:
+    return (issue.location.file, issue.location.line, issue.location.column)
+
+
+def _kind(doc: Document, issues: list[Issue]) -> str | None:
+    data = doc.data
+    if not isinstance(data, dict):
+        issues.append(Issue(doc.location(), "a document must be a mapping (an object)"))
+        return None
+    kind, version = data.get("kind"), data.get("apiVersion")
+    if kind not in (POLICY_KIND, TEST_KIND):
+        issues.append(
+            Issue(
+                doc.location(("kind",)),
+                f"unknown kind {kind!r}: expected {POLICY_KIND} or {TEST_KIND}",
+            )
+        )
+        return None
+    if version != API_VERSION:
+        issues.append(
+            Issue(
+                doc.location(("apiVersion",)),
+                f"unknown apiVersion {version!r}: expected {API_VERSION}",
+            )
+        )
+        return None
+    return str(kind)
+
+
+def _check_unique_names(policies: list[CompiledPolicy], issues: list[Issue]) -> None:
+    seen: dict[str, Location] = {}
+    for p in policies:
+        first = seen.setdefault(p.name, p.policy.location)
+        if first is not p.policy.location:
+            issues.append(
+                Issue(
+                    p.policy.location,
+                    f"duplicate policy name (first defined at {first})",
+                    policy=p.name,
+                )
+            )
+
+
+class _PolicyCompiler:
+    """Builds the model of one document and compiles its expressions, collecting issues."""
+
+    def __init__(self, issues: list[Issue], limits: cel.Limits | None) -> None:
+        self.issues = issues
+        self.limits = limits
+        self.broken_variables: set[str] = set()  # of the policy being compiled
+
+    def policy(self, doc: Document) -> CompiledPolicy | None:
+        data = cast(dict[str, Any], doc.data)
+        name = data["metadata"]["name"]
+        spec = data["spec"]
+        before = len(self.issues)
+        default_failure = spec.get("failurePolicy", "Fail")
+        match, conditions = self.match(doc, name, spec.get("match") or {})
+        variables = self.variables(doc, name, spec.get("variables") or [])
+        pod_only_variables = {v.name for v, c in variables if c.pod_only}
+        rule_names: dict[str, Location] = {}
+        filters: list[CompiledFilter] = []
+        for i, raw in enumerate(spec.get("filters") or []):
+            path: PathKey = ("spec", "filters", i)
+            rule = Filter(
+                name=raw["name"],
+                expression=doc.expression((*path, "expression")),
+                location=doc.location(path),
+                message=raw.get("message"),
+                message_expression=(
+                    doc.expression((*path, "messageExpression"))
+                    if "messageExpression" in raw
+                    else None
+                ),
+                failure_policy=raw.get("failurePolicy", default_failure),
+                mode=raw.get("mode", "Enforce"),
+                unresolvable=raw.get("unresolvable", False),
+            )
+            self.unique_rule(name, rule.name, rule.location, rule_names)
+            compiled = self.expression(
+                name, rule.name, rule.expression, variables, pod_only_variables, ("bool",)
+            )
+            message = None
+            if rule.message_expression is not None:
+                message = self.expression(
+                    name,
+                    rule.name,
+                    rule.message_expression,
+                    variables,
+                    pod_only_variables,
+                    ("string",),
+                )
+            if compiled is not None:
+                filters.append(CompiledFilter(rule, compiled, message, rule.failure_policy))
+        scores: list[CompiledScore] = []
+        for i, raw in enumerate(spec.get("scores") or []):
+            path = ("spec", "scores", i)
+            score = Score(
+                name=raw["name"],
+                expression=doc.expression((*path, "expression")),
+                location=doc.location(path),
+                weight=raw.get("weight", 1),
+                normalize=raw.get("normalize", "Clamp"),
+                mode=raw.get("mode", "Enforce"),
+            )
+            self.unique_rule(name, score.name, score.location, rule_names)
+            compiled = self.expression(
+                name, score.name, score.expression, variables, pod_only_variables, ("number",)
+            )
+            if compiled is not None:
+                scores.append(CompiledScore(score, compiled))
+        if len(self.issues) > before:
+            return None
+        policy = SchedulingPolicy(
+            name=name,
+            location=doc.location(("metadata", "name")),
+            failure_policy=default_failure,
+            match=match,
+            variables=tuple(v for v, _ in variables),
+            filters=tuple(f.rule for f in filters),
+            scores=tuple(s.rule for s in scores),
+        )
+        return CompiledPolicy(policy, conditions, tuple(variables), tuple(filters), tuple(scores))
+
+    def unique_rule(
+        self, policy: str, rule: str, location: Location, seen: dict[str, Location]
+    ) -> None:
+        first = seen.setdefault(rule, location)
+        if first is not location:
+            self.issues.append(
+                Issue(location, f"duplicate rule name (first defined at {first})", policy, rule)
+            )
+
+    def match(
+        self, doc: Document, policy: str, raw: dict[str, Any]
+    ) -> tuple[Match, tuple[tuple[MatchCondition, cel.Program], ...]]:
+        selector = None
+        if "podSelector" in raw:
+            sel = raw["podSelector"] or {}
+            selector = LabelSelector(
+                tuple(sorted((sel.get("matchLabels") or {}).items())),
+                tuple(
+                    Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+                    for e in sel.get("matchExpressions") or []
+                ),
+            )
+        conditions: list[tuple[MatchCondition, cel.Program]] = []
+        for i, c in enumerate(raw.get("conditions") or []):
+            expr = doc.expression(("spec", "match", "conditions", i, "expression"))
+            condition = MatchCondition(c["name"], expr)
+            program = self.cel(policy, c["name"], expr, MATCH_VARIABLES, ("bool",))
+            if program is not None:
+                conditions.append((condition, program))
+        match = Match(
+            namespaces=frozenset(raw["namespaces"]) if "namespaces" in raw else None,
+            exclude_namespaces=frozenset(raw.get("excludeNamespaces") or ()),
+            pod_selector=selector,
+            scheduler_names=frozenset(raw["schedulerNames"]) if "schedulerNames" in raw else None,
+            conditions=tuple(c for c, _ in conditions),
+        )
+        return match, tuple(conditions)
+
+    def variables(
+        self, doc: Document, policy: str, raw: list[dict[str, Any]]
+    ) -> list[tuple[Variable, CompiledExpression]]:
+        out: list[tuple[Variable, CompiledExpression]] = []
+        seen: dict[str, Location] = {}
+        self.broken_variables = set()
+        for i, v in enumerate(raw):
+            path: PathKey = ("spec", "variables", i)
+            variable = Variable(
+                v["name"], doc.expression((*path, "expression")), doc.location(path)
+            )
+            first = seen.setdefault(variable.name, variable.location)
+            if first is not variable.location:
+                self.issues.append(
+                    Issue(
+                        variable.location,
+                        f"duplicate variable name (first defined at {first})",
+                        policy,
+                        variable.name,
+                    )
+                )
+                continue
+            pod_only = {name for name, c in ((w.name, c) for w, c in out) if c.pod_only}
+            compiled = self.expression(
+                policy, variable.name, variable.expression, out, pod_only, ("any",)
+            )
+            if compiled is not None:
+                out.append((variable, compiled))
+            else:
+                self.broken_variables.add(variable.name)  # reported once, where it is defined
+        return out
+
+    def expression(
+        self,
+        policy: str,
+        rule: str,
+        expr: Expression,
+        variables: list[tuple[Variable, CompiledExpression]],
+        pod_only_variables: set[str],
+        expect: tuple[str, ...],
+    ) -> CompiledExpression | None:
+        program = self.cel(policy, rule, expr, RULE_VARIABLES, expect)
+        if program is None:
+            return None
+        defined = {v.name for v, _ in variables}
+        used = {field for root, field in program.selections if root == "variables"}
+        if used & self.broken_variables:
+            return None  # the variable's own error says what is wrong
+        for name in sorted(used - defined):
+            known = ", ".join(sorted(defined)) or "none defined before this point"
+            self.issues.append(
+                Issue(
+                    expr.location,
+                    f"unknown variable 'variables.{name}' (variables: {known})",
+                    policy,
+                    rule,
+                )
+            )
+        if used - defined:
+            return None
+        reads = set(program.references)
+        node_free = reads <= POD_ONLY_INPUTS | {"variables"}
+        if "variables" in program.opaque_references:
+            pod_only = node_free and defined <= pod_only_variables
+        else:
+            pod_only = node_free and used <= pod_only_variables
+        return CompiledExpression(expr, program, pod_only)
+
+    def cel(
+        self,
+        policy: str,
+        rule: str,
+        expr: Expression,
+        declarations: Mapping[str, str],
+        expect: tuple[str, ...],
+    ) -> cel.Program | None:
+        try:
+            program = cel.compile(expr.source, declarations, limits=self.limits)
+        except cel.CELError as e:
+            location = expression_location(expr, e.line, e.column)
+            where = f" (expression {e.line}:{e.column})" if e.line is not None else ""
+            self.issues.append(Issue(location, f"{e.message}{where}", policy, rule))
+            return None
+        result = program.result_type
+        if expect == ("bool",) and result not in ("bool", "dyn"):
+            message = f"the expression must yield a bool, but it yields {result}"
+        elif expect == ("string",) and result not in ("string", "dyn"):
+            message = f"the message expression must yield a string, but it yields {result}"
+        elif expect == ("number",) and result not in _NUMBER_TYPES:
+            message = f"a score must yield a number (int, uint or double), but it yields {result}"
+        else:
+            return program
+        self.issues.append(Issue(expr.location, message, policy, rule))
+        return None

@@ -1,0 +1,194 @@
+"""Reading policy files: YAML (or JSON) documents with the position of every value.
+
+PyYAML's composer gives each node its start mark; the documents are built from the nodes
+directly so that a schema error at `spec.filters[2].weight` or a CEL error inside an
+expression can be reported at its line and column in the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import yaml
+
+from policyext.policy.model import Expression, Issue, Location
+
+PathKey = tuple[str | int, ...]
+
+
+class KubeYAMLLoader(yaml.SafeLoader):
+    """YAML read as Kubernetes reads it (YAML to JSON): an unquoted timestamp such as
+    `2026-03-14T12:00:00Z` stays a string instead of becoming a datetime."""
+
+
+KubeYAMLLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_yaml(text: str) -> object:
+    return yaml.load(text, Loader=KubeYAMLLoader)
+
+
+def load_yaml_all(text: str) -> list[object]:
+    return list(yaml.load_all(text, Loader=KubeYAMLLoader))
+
+
+POLICY_SUFFIXES: Final = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class Document:
+    """One YAML document: its data, and where each value (by JSON path) was written."""
+
+    file: str
+    index: int
+    data: object
+    source_lines: list[str]
+    positions: dict[PathKey, yaml.Node] = field(default_factory=dict)
+    key_positions: dict[PathKey, yaml.Node] = field(default_factory=dict)  # mapping keys
+
+    def location(self, path: Iterable[str | int] = ()) -> Location:
+        """The position of the value at `path`, or of its nearest enclosing value."""
+        key = tuple(path)
+        while key not in self.positions and key:
+            key = key[:-1]
+        node = self.positions.get(key)
+        if node is None:
+            return Location(self.file, 1, 1)
+        return Location(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def key_location(self, path: PathKey) -> Location:
+        """The position of the key that names the value at `path`."""
+        node = self.key_positions.get(path)
+        if node is None:
+            return self.location(path)
+        return Location(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def expression(self, path: PathKey) -> Expression:
+        """The CEL expression at `path` (a string), with what is needed to map positions
+        inside it back to the file."""
+        node = self.positions[path]
+        value = _get(self.data, path)
+        style = getattr(node, "style", None) or ""
+        indent = 0
+        if style in ("|", ">"):
+            line = node.start_mark.line + 1
+            if line < len(self.source_lines):
+                text = self.source_lines[line]
+                indent = len(text) - len(text.lstrip(" "))
+        return Expression(str(value), self.location(path), style, indent)
+
+
+def expression_location(expr: Expression, line: int | None, column: int | None) -> Location:
+    """The file position of a (1-based) line and column inside an expression."""
+    start = expr.location
+    if line is None or column is None:
+        return start
+    if expr.style in ("|", ">"):
+        return Location(start.file, start.line + line, expr.indent + column)
+    if line == 1:
+        quote = 1 if expr.style in ("'", '"') else 0
+        return Location(start.file, start.line, start.column + quote + column - 1)
+    return Location(start.file, start.line + line - 1, column)
+
+
+def _get(data: object, path: PathKey) -> object:
+    for key in path:
+        data = data[key]  # type: ignore[index]
+    return data
+
+
+class _Builder:
+    """Turns composed YAML nodes into plain values, recording each node by its path."""
+
+    def __init__(self, doc: Document, issues: list[Issue]) -> None:
+        self.doc = doc
+        self.issues = issues
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def build(self, node: yaml.Node, path: PathKey) -> object:
+        self.doc.positions[path] = node
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, object] = {}
+            for key_node, value_node in node.value:
+                key = self.constructor.construct_object(key_node)
+                if not isinstance(key, str):
+                    key = str(key)
+                if key in out:
+                    self.issues.append(
+                        Issue(self.location(key_node), f"duplicate key {key!r} in a mapping")
+                    )
+                    continue
+                self.doc.key_positions[(*path, key)] = key_node
+                out[key] = self.build(value_node, (*path, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self.constructor.construct_object(node)
+
+    def location(self, node: yaml.Node) -> Location:
+        return Location(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def read_documents(path: Path, display: str | None = None) -> tuple[list[Document], list[Issue]]:
+    """Every document of a YAML or JSON file; a syntax error is an issue, not an exception."""
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return [], [Issue(Location(name, 1, 1), f"cannot read file: {e}")]
+    return parse_documents(text, name)
+
+
+def parse_documents(text: str, name: str) -> tuple[list[Document], list[Issue]]:
+    issues: list[Issue] = []
+    documents: list[Document] = []
+    lines = text.splitlines()
+    try:
+        for index, root in enumerate(yaml.compose_all(text, Loader=KubeYAMLLoader)):
+            if root is None:
+                continue
+            doc = Document(name, index, None, lines)
+            doc.data = _Builder(doc, issues).build(root, ())
+            documents.append(doc)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(part for part in (e.context, e.problem) if part)
+        issues.append(Issue(Location(name, line, column), f"YAML syntax error: {problem}"))
+    except yaml.YAMLError as e:
+        issues.append(Issue(Location(name, 1, 1), f"YAML error: {e}"))
+    return documents, issues
+
+
+def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Issue]]:
+    """The policy files under the given files and folders, in a stable order.
+
+    Folders are read recursively for *.yaml, *.yml and *.json; names starting with `.` are
+    skipped, so a mounted ConfigMap (`..data`, `..2026_...`) is read once, through its
+    visible names."""
+    found: list[Path] = []
+    issues: list[Issue] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found.extend(_walk(path))
+        elif path.is_file():
+            found.append(path)
+        else:
+            issues.append(Issue(Location(str(path), 1, 1), "no such file or directory"))
+    return found, issues
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith(".") and name.endswith(POLICY_SUFFIXES):
+                yield Path(folder) / name

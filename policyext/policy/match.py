@@ -1,0 +1,91 @@
+"""Which policies apply to a pod: namespaces, label selector, scheduler name, conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from policyext.cel import CELError, Timestamp
+from policyext.cel.program import DEFAULT_LIMITS, new_frame
+from policyext.policy.compile import CompiledPolicy
+from policyext.policy.model import LabelSelector
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyMatch:
+    """Whether a policy applies to the pod, and why (or why not)."""
+
+    policy: str
+    applies: bool
+    reason: str
+    error: str | None = None
+
+
+def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics; an empty selector matches every pod."""
+    for key, value in selector.match_labels:
+        if labels.get(key) != value:
+            return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        if req.operator == "In":
+            if not present or labels[req.key] not in req.values:
+                return False
+        elif req.operator == "NotIn":
+            if present and labels[req.key] in req.values:
+                return False
+        elif req.operator == "Exists":
+            if not present:
+                return False
+        elif present:  # DoesNotExist
+            return False
+    return True
+
+
+def policy_applies(policy: CompiledPolicy, pod: Mapping[str, Any], now: Timestamp) -> PolicyMatch:
+    name = policy.name
+    match = policy.policy.match
+    meta = pod.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = pod.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    namespace = str(meta.get("namespace") or "default")
+    if match.namespaces is not None and namespace not in match.namespaces:
+        return PolicyMatch(name, False, f"namespace {namespace!r} is not in namespaces")
+    if namespace in match.exclude_namespaces:
+        return PolicyMatch(name, False, f"namespace {namespace!r} is excluded")
+    if match.pod_selector is not None:
+        labels = meta.get("labels")
+        if not selector_matches(match.pod_selector, labels if isinstance(labels, Mapping) else {}):
+            return PolicyMatch(name, False, "the pod's labels do not match podSelector")
+    if match.scheduler_names is not None:
+        scheduler = str(spec.get("schedulerName") or DEFAULT_SCHEDULER)
+        if scheduler not in match.scheduler_names:
+            return PolicyMatch(name, False, f"schedulerName {scheduler!r} is not matched")
+    if policy.conditions:
+        frame = new_frame({"pod": pod, "now": now}, DEFAULT_LIMITS.cost_budget)
+        for condition, program in policy.conditions:
+            try:
+                value = program.run(frame)
+            except CELError as e:
+                return _condition_error(policy, condition.name, e.message)
+            if value is False:
+                return PolicyMatch(name, False, f"condition {condition.name!r} is false")
+            if value is not True:
+                return _condition_error(policy, condition.name, "the condition is not a bool")
+    return PolicyMatch(name, True, "matches")
+
+
+def _condition_error(policy: CompiledPolicy, condition: str, message: str) -> PolicyMatch:
+    """A match condition that errors: the policy applies when it fails closed (Fail)."""
+    applies = policy.policy.failure_policy == "Fail"
+    outcome = "applies (failurePolicy Fail)" if applies else "skipped (failurePolicy Ignore)"
+    return PolicyMatch(
+        policy.name,
+        applies,
+        f"condition {condition!r} failed to evaluate: {outcome}",
+        error=message,
+    )

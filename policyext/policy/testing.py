@@ -1,0 +1,162 @@
+"""PolicyTest: cases that pin what policies decide, run by `policyext test`.
+
+A test names its policies and a snapshot of Nodes and Pods; each case gives a pod and what
+to expect: the exact feasible set, a rule that rejects a node, the best node, final scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from policyext.cel import CELError
+from policyext.cel.timeutil import parse_timestamp
+from policyext.policy.compile import PolicySet, load_policy_set
+from policyext.policy.engine import Evaluation, evaluate
+from policyext.policy.loader import Document, discover, load_yaml, read_documents
+from policyext.policy.model import TEST_KIND, Issue, PolicyError
+from policyext.policy.resources import NodeSource
+from policyext.policy.schema import validate
+
+SourceLoader = Callable[[Path], NodeSource]
+
+
+@dataclass
+class CaseResult:
+    name: str
+    passed: bool
+    differences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestResult:
+    name: str
+    file: str
+    cases: list[CaseResult] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)  # the test itself could not run
+
+    @property
+    def passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    @property
+    def failed(self) -> int:
+        return sum(not c.passed for c in self.cases) + (1 if self.issues else 0)
+
+
+def find_tests(paths: Iterable[str | Path]) -> tuple[list[Document], list[Issue]]:
+    files, issues = discover(paths)
+    tests: list[Document] = []
+    for path in files:
+        docs, file_issues = read_documents(path)
+        issues.extend(file_issues)
+        tests.extend(
+            d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == TEST_KIND
+        )
+    return tests, issues
+
+
+def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
+    data = cast(dict[str, Any], doc.data)
+    name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data, dict) else ""
+    result = TestResult(name, doc.file)
+    schema_issues = validate(doc, TEST_KIND)
+    if schema_issues:
+        result.issues = schema_issues
+        return result
+    spec = data["spec"]
+    folder = Path(doc.file).parent
+    try:
+        policies = load_policy_set([folder / p for p in spec["policies"]])
+    except PolicyError as e:
+        result.issues = e.issues
+        return result
+    source = None
+    if "snapshot" in spec:
+        try:
+            source = load_source(folder / spec["snapshot"])
+        except Exception as e:  # a snapshot that cannot be read fails the test, not the run
+            result.issues = [Issue(doc.location(("spec", "snapshot")), str(e), name)]
+            return result
+    for i, case in enumerate(spec["cases"]):
+        result.cases.append(_run_case(doc, i, case, spec, folder, policies, source))
+    return result
+
+
+def _run_case(
+    doc: Document,
+    index: int,
+    case: dict[str, Any],
+    spec: dict[str, Any],
+    folder: Path,
+    policies: PolicySet,
+    source: NodeSource | None,
+) -> CaseResult:
+    result = CaseResult(case["name"], True)
+    try:
+        pod = _pod(case["pod"], folder)
+        now_text = case.get("now") or spec.get("now")
+        now = parse_timestamp(now_text) if now_text else None
+    except (OSError, yaml.YAMLError, ValueError, CELError) as e:
+        return CaseResult(case["name"], False, [f"cannot load the case: {e}"])
+    nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
+    evaluation = evaluate(policies, pod, nodes, source, now)
+    result.differences = compare(case["expect"], evaluation)
+    result.passed = not result.differences
+    return result
+
+
+def _pod(value: object, folder: Path) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{value}: not a Pod object")
+    return loaded
+
+
+def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
+    """Every way the evaluation differs from the expectation, as readable lines."""
+    diffs: list[str] = []
+    verdicts = {v.name: v for v in ev.nodes}
+    feasible = sorted(v.name for v in ev.nodes if v.feasible)
+    if "feasible" in expect:
+        wanted = sorted(expect["feasible"])
+        if wanted != feasible:
+            missing = sorted(set(wanted) - set(feasible))
+            extra = sorted(set(feasible) - set(wanted))
+            diffs.append(
+                f"feasible: expected {wanted}, got {feasible}"
+                f" (missing {missing or '-'}, unexpected {extra or '-'})"
+            )
+    for node, rule in sorted((expect.get("rejected") or {}).items()):
+        verdict = verdicts.get(node)
+        if verdict is None:
+            diffs.append(f"rejected: node {node!r} is not in the snapshot")
+            continue
+        rules = [r.rule_id for r in verdict.rejections]
+        if rule not in rules:
+            got = ", ".join(rules) if rules else "not rejected"
+            diffs.append(f"rejected: expected {node} rejected by {rule}, got {got}")
+    if "best" in expect:
+        best = ev.best()
+        wanted_best = expect["best"]
+        got_best = best.name if best is not None else None
+        if got_best != wanted_best:
+            tied = [
+                v.name
+                for v in ev.nodes
+                if v.feasible and best is not None and v.score == best.score
+            ]
+            if wanted_best not in tied:
+                diffs.append(f"best: expected {wanted_best}, got {got_best}")
+    for node, score in sorted((expect.get("scores") or {}).items()):
+        verdict = verdicts.get(node)
+        final = verdict.score if verdict is not None and verdict.feasible else None
+        if final != score:
+            diffs.append(f"scores: expected {node}={score}, got {final}")
+    return diffs

@@ -1,0 +1,82 @@
+"""Human-readable output of the CLI: the simulate table and the test report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policyext.policy.engine import Evaluation, NodeVerdict
+from policyext.policy.testing import TestResult
+
+
+def _format_number(value: float | None) -> str:
+    if value is None:
+        return "error"
+    return f"{value:g}"
+
+
+def _details(v: NodeVerdict) -> list[str]:
+    lines = [
+        f"rejected by {r.rule_id}: {r.message}" + (f" ({r.error})" if r.error else "")
+        for r in v.rejections
+    ]
+    lines += [f"rule error {r.rule_id} (ignored): {r.error}" for r in v.skipped]
+    lines += [f"audit: would be rejected by {r.rule_id}: {r.message}" for r in v.audits]
+    for s in v.scores:
+        tag = " (audit)" if s.audit else ""
+        error = f" [{s.error}]" if s.error else ""
+        lines.append(
+            f"score {s.policy}/{s.rule}{tag}: value {_format_number(s.value)}"
+            f" -> {s.score:.2f} x weight {s.weight}{error}"
+        )
+    return lines or ["-"]
+
+
+def _order(v: NodeVerdict) -> tuple[int, int, str]:
+    return (0 if v.feasible else 1, -(v.score or 0), v.name)
+
+
+def evaluation_table(ev: Evaluation) -> str:
+    """Nodes ranked best first: feasible or not, every reason, each score, the final score;
+    then the node that would be chosen."""
+    out: list[str] = []
+    for m in ev.matches:
+        state = "applies" if m.applies else "does not apply"
+        detail = f": {m.reason}" if not m.applies or m.error else ""
+        error = f" ({m.error})" if m.error else ""
+        out.append(f"policy {m.policy} {state}{detail}{error}")
+    if not ev.matches:
+        out.append("no policies loaded")
+    out.append("")
+    rows = sorted(ev.nodes, key=_order)
+    width = max([len("NODE"), *(len(v.name) for v in rows)])
+    out.append(f"{'NODE':<{width}}  {'FEASIBLE':<8}  {'SCORE':>5}  DETAILS")
+    for v in rows:
+        score = "-" if v.score is None or not v.feasible else str(v.score)
+        details = _details(v)
+        feasible = "yes" if v.feasible else ("no*" if v.unresolvable else "no")
+        out.append(f"{v.name:<{width}}  {feasible:<8}  {score:>5}  {details[0]}")
+        out.extend(f"{'':<{width}}  {'':<8}  {'':>5}  {line}" for line in details[1:])
+    out.append("")
+    feasible_count = sum(v.feasible for v in ev.nodes)
+    best = ev.best()
+    out.append(f"{feasible_count} of {len(ev.nodes)} nodes feasible (no*: unresolvable)")
+    if best is not None:
+        out.append(f"best node is {best.name} (score {best.score})")
+    else:
+        out.append("no node fits this pod")
+    return "\n".join(out) + "\n"
+
+
+def test_report(results: Sequence[TestResult]) -> tuple[str, int, int]:
+    lines: list[str] = []
+    passed = failed = 0
+    for result in results:
+        lines.append(f"PolicyTest {result.name} ({result.file})")
+        for issue in result.issues:
+            lines.append(f"  ERROR {issue}")
+        for case in result.cases:
+            lines.append(f"  {'PASS' if case.passed else 'FAIL'} {case.name}")
+            lines.extend(f"       {d}" for d in case.differences)
+        passed += result.passed
+        failed += result.failed
+    return ("\n".join(lines) + "\n" if lines else ""), passed, failed

@@ -1,0 +1,281 @@
+"""The engine's semantics, rule by rule of policy-format.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.engine import final_score
+from tests.policy.helpers import node, pod, policies, policy, run
+
+NODES = [
+    node("small", labels={"size": "s", "lifecycle": "spot"}, cpu="2"),
+    node("medium", labels={"size": "m"}, cpu="8"),
+    node("large", labels={"size": "l"}, cpu="16"),
+]
+
+
+def filter_policy(rule: str, name: str = "p", extra: str = "") -> str:
+    return policy(name, f"{extra}\nfilters:\n- {rule}")
+
+
+@pytest.mark.parametrize(
+    ("rule", "feasible", "message"),
+    [
+        ("{name: all, expression: 'true'}", ["small", "medium", "large"], None),
+        ("{name: none, expression: 'false', message: no room}", [], "no room"),
+        (
+            "{name: no-spot, expression: \"node.metadata.labels.?lifecycle.orValue('') != 'spot'\","
+            " message: critical pods avoid spot nodes}",
+            ["medium", "large"],
+            "critical pods avoid spot nodes",
+        ),
+        ("{name: none, expression: 'false'}", [], "p/none"),
+        (
+            "{name: none, expression: 'false', messageExpression: \"'size ' + node.metadata.labels.size\"}",
+            [],
+            "size s",
+        ),
+        (
+            "{name: none, expression: 'false', messageExpression: 'node.metadata.labels.missing'}",
+            [],
+            "p/none",
+        ),
+    ],
+)
+def test_a_filter_keeps_the_nodes_it_yields_true_for_and_rejects_the_rest_with_its_message(
+    rule: str, feasible: list[str], message: str | None
+) -> None:
+    result = run(policies(filter_policy(rule)), pod(), NODES)
+    assert [v.name for v in result.feasible()] == feasible
+    rejected = [v for v in result.nodes if not v.feasible]
+    if message is not None:
+        assert rejected and rejected[0].message() == message
+
+
+@pytest.mark.parametrize(
+    ("failure_policy", "feasible", "skipped"),
+    [("Fail", [], 0), ("Ignore", ["small", "medium", "large"], 3)],
+)
+def test_a_filter_that_fails_to_evaluate_rejects_under_fail_and_is_skipped_under_ignore(
+    failure_policy: str, feasible: list[str], skipped: int
+) -> None:
+    rule = f"{{name: broken, expression: 'node.metadata.labels.absent == \"x\"', failurePolicy: {failure_policy}}}"
+    result = run(policies(filter_policy(rule)), pod(), NODES)
+    assert [v.name for v in result.feasible()] == feasible
+    assert sum(len(v.skipped) for v in result.nodes) == skipped
+    assert result.errors == 3
+    if failure_policy == "Fail":
+        rejection = result.nodes[0].rejections[0]
+        assert rejection.message == "p/broken could not be evaluated"
+        assert rejection.error is not None and "no such key: absent" in rejection.error
+
+
+def test_the_policy_failure_policy_is_the_default_of_its_filters() -> None:
+    rule = "{name: broken, expression: 'node.metadata.labels.absent == \"x\"'}"
+    result = run(policies(filter_policy(rule, extra="failurePolicy: Ignore")), pod(), NODES)
+    assert len(result.feasible()) == 3
+
+
+def test_a_filter_that_yields_a_non_bool_at_run_time_is_an_evaluation_error() -> None:
+    rule = "{name: dyn, expression: 'dyn(node.metadata.labels.size)'}"
+    result = run(policies(filter_policy(rule)), pod(), NODES)
+    assert result.feasible() == []
+    assert "must yield a bool" in (result.nodes[0].rejections[0].error or "")
+
+
+def test_an_audit_filter_records_would_be_rejections_but_never_rejects() -> None:
+    rule = "{name: no-spot, mode: Audit, expression: \"node.metadata.labels.?lifecycle.orValue('') != 'spot'\"}"
+    result = run(policies(filter_policy(rule)), pod(), NODES)
+    assert len(result.feasible()) == 3
+    assert [r.rule_id for r in result.nodes[0].audits] == ["p/no-spot"]
+    assert result.nodes[1].audits == []
+
+
+def test_an_unresolvable_filter_marks_the_nodes_it_rejects_unresolvable() -> None:
+    rule = "{name: big, unresolvable: true, expression: \"node.metadata.labels.size == 'l'\"}"
+    result = run(policies(filter_policy(rule)), pod(), NODES)
+    assert [v.unresolvable for v in result.nodes] == [True, True, False]
+
+
+def test_every_failing_rule_of_every_policy_is_reported_in_name_order() -> None:
+    a = filter_policy("{name: one, expression: 'false', message: first}", name="b-policy")
+    b = filter_policy("{name: two, expression: 'false', message: second}", name="a-policy")
+    result = run(policies(a, b), pod(), NODES[:1])
+    assert [r.rule_id for r in result.nodes[0].rejections] == ["a-policy/two", "b-policy/one"]
+
+
+def score_policy(rules: str, name: str = "s") -> str:
+    return policy(name, f"scores:\n{rules}")
+
+
+@pytest.mark.parametrize(
+    ("rule", "scores"),
+    [
+        # Clamp (the default) keeps values inside [0, 10]
+        (
+            "- {name: cores, expression: \"double(node.metadata.labels.size == 'l' ? 20 : 5)\"}",
+            [5, 5, 10],
+        ),
+        ("- {name: negative, expression: '-3'}", [0, 0, 0]),
+        # MinMax rescales this request's values linearly onto [0, 10]
+        (
+            '- {name: cpu, normalize: MinMax, expression: "nodeInfo.allocatable.cpu.asApproximateFloat()"}',
+            [0, 4, 10],
+        ),
+        ("- {name: same, normalize: MinMax, expression: '7'}", [0, 0, 0]),
+        # a score that errors counts as 0 for that node
+        (
+            "- {name: broken, expression: \"node.metadata.labels.lifecycle == 'spot' ? 10 : 4\"}",
+            [10, 0, 0],
+        ),
+    ],
+)
+def test_scores_are_clamped_or_rescaled_into_0_to_10_and_errors_score_0(
+    rule: str, scores: list[int]
+) -> None:
+    result = run(policies(score_policy(rule)), pod(), NODES)
+    assert [v.score for v in result.nodes] == scores
+
+
+def test_the_final_score_is_the_weighted_mean_of_every_applicable_policys_scores() -> None:
+    a = score_policy("- {name: ten, weight: 3, expression: '10'}", name="a")
+    b = score_policy("- {name: two, weight: 1, expression: '2'}", name="b")
+    audit = score_policy("- {name: ignored, weight: 50, mode: Audit, expression: '0'}", name="c")
+    result = run(policies(a, b, audit), pod(), NODES[:1])
+    # floor((3*10 + 1*2) / 4 + 0.5) = floor(8.5) = 8; the Audit rule is shown, not counted
+    assert result.nodes[0].score == 8
+    assert [s.rule for s in result.nodes[0].scores] == ["ten", "two", "ignored"]
+
+
+@pytest.mark.parametrize(
+    ("weighted", "weights", "expected"),
+    [(0.0, 0, 0), (45.0, 10, 5), (44.9, 10, 4), (25.0, 10, 3), (100.0, 10, 10)],
+)
+def test_final_score_rounds_half_up_and_is_0_without_rules(
+    weighted: float, weights: int, expected: int
+) -> None:
+    assert final_score(weighted, weights) == expected
+
+
+def test_with_no_score_rule_every_node_scores_0() -> None:
+    result = run(policies(filter_policy("{name: t, expression: 'true'}")), pod(), NODES)
+    assert [v.score for v in result.nodes] == [0, 0, 0]
+
+
+def test_only_feasible_nodes_are_scored_when_filtering_and_scoring_together() -> None:
+    text = policy(
+        "p",
+        """
+        filters: [{name: no-small, expression: "node.metadata.labels.size != 's'"}]
+        scores: [{name: cpu, normalize: MinMax, expression: "nodeInfo.allocatable.cpu.asApproximateFloat()"}]
+        """,
+    )
+    result = run(policies(text), pod(), NODES)
+    assert [(v.name, v.score) for v in result.nodes] == [
+        ("small", None),
+        ("medium", 0),
+        ("large", 10),
+    ]
+    assert result.best() is not None and result.best().name == "large"  # type: ignore[union-attr]
+
+
+VARIABLES = """
+variables:
+- {name: size, expression: "node.metadata.labels.size"}
+- {name: team, expression: "pod.metadata.namespace"}
+- {name: unused, expression: "node.metadata.name + '!'"}
+filters:
+- {name: one, expression: "variables.size != 'x' && variables.team != ''"}
+- {name: two, expression: "variables.size != 'y' && variables.team != ''"}
+"""
+
+
+def test_variables_are_evaluated_lazily_once_per_node_and_pod_only_ones_once_per_request() -> None:
+    result = run(policies(policy("v", VARIABLES)), pod(), NODES)
+    assert len(result.feasible()) == 3
+    # per node: 2 filters + `size` once; `team` once for the request; `unused` never
+    assert result.evaluations == 3 * (2 + 1) + 1
+
+
+def test_a_variable_that_fails_fails_each_rule_that_reads_it() -> None:
+    text = policy(
+        "v",
+        """
+        variables: [{name: gone, expression: "node.metadata.labels.gone"}]
+        filters:
+        - {name: one, expression: "variables.gone == 'a'"}
+        - {name: two, expression: "variables.gone == 'b'", failurePolicy: Ignore}
+        """,
+    )
+    result = run(policies(text), pod(), NODES[:1])
+    verdict = result.nodes[0]
+    assert [r.rule_id for r in verdict.rejections] == ["v/one"]
+    assert [r.rule_id for r in verdict.skipped] == ["v/two"]
+    assert result.evaluations == 3  # the variable is evaluated once, its failure reused
+
+
+def test_a_pod_only_filter_is_evaluated_once_per_request() -> None:
+    text = filter_policy("{name: pod-only, expression: \"pod.metadata.namespace == 'shop'\"}")
+    result = run(policies(text), pod(), NODES)
+    assert len(result.feasible()) == 3
+    assert result.evaluations == 1
+
+
+@pytest.mark.parametrize("field", ["requested", "free", "podCount", "pods"])
+def test_node_info_without_a_pod_source_is_a_clear_error_never_zero(field: str) -> None:
+    rule = (
+        f"{{name: uses, expression: 'has(nodeInfo.allocatable) && size([nodeInfo.{field}]) == 1'}}"
+    )
+    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
+    error = result.nodes[0].rejections[0].error or ""
+    assert f"nodeInfo.{field} needs the pods of the cluster" in error
+
+
+def test_node_info_from_a_snapshot_counts_the_pods_bound_to_each_node() -> None:
+    bound = pod(name="db", cpu="1500m")
+    bound["spec"]["nodeName"] = "medium"
+    finished = pod(name="job", cpu="4")
+    finished["spec"]["nodeName"] = "medium"
+    finished["status"] = {"phase": "Succeeded"}
+    source = SnapshotSource(
+        [{"kind": "Node", **n} for n in NODES]
+        + [{"kind": "Pod", **bound}, {"kind": "Pod", **finished}]
+    )
+    text = filter_policy(
+        "{name: fits, expression: \"nodeInfo.free.cpu.compareTo(quantity('7')) < 0"
+        " && nodeInfo.podCount == 1 && nodeInfo.pods[0].name == 'db'\"}"
+    )
+    result = run(policies(text), pod(), [source.nodes["medium"]], source)
+    assert [v.name for v in result.feasible()] == ["medium"]
+
+
+def test_pod_requests_are_the_effective_requests_of_the_pod() -> None:
+    text = filter_policy(
+        "{name: req, expression: \"podRequests.cpu == quantity('500m') && podRequests.memory == quantity('0')\"}"
+    )
+    result = run(policies(text), pod(cpu="500m"), NODES[:1])
+    assert result.feasible() != []
+
+
+def test_a_pod_only_variable_may_read_another_pod_only_variable() -> None:
+    text = policy(
+        "v",
+        """
+        variables:
+        - {name: ns, expression: "pod.metadata.namespace"}
+        - {name: nsx, expression: "variables.ns + '-x'"}
+        filters: [{name: f, expression: "variables.nsx == 'shop-x'"}]
+        """,
+    )
+    result = run(policies(text), pod(namespace="shop"), NODES)
+    assert len(result.feasible()) == 3
+    assert result.evaluations == 3  # nsx and ns once for the request, the filter once
+
+
+def test_an_ignored_error_in_an_audit_rule_is_skipped_not_shown_as_a_would_be_rejection() -> None:
+    rule = "{name: broken, mode: Audit, failurePolicy: Ignore, expression: 'node.metadata.labels.absent == \"x\"'}"
+    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
+    verdict = result.nodes[0]
+    assert verdict.audits == []
+    assert [r.rule_id for r in verdict.skipped] == ["p/broken"]

@@ -1,0 +1,188 @@
+"""`policyext validate`: every kind of bad input is reported at its file, line and column."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from policyext.cli import main
+
+HEADER = "apiVersion: policyext.io/v1alpha1\nkind: SchedulingPolicy\n"
+
+
+def doc(name: str, spec: str) -> str:
+    return (
+        HEADER
+        + f"metadata:\n  name: {name}\nspec:\n"
+        + textwrap.indent(textwrap.dedent(spec).strip("\n"), "  ")
+        + "\n"
+    )
+
+
+GOOD = doc("good", "filters:\n- name: ok\n  expression: 'true'")
+
+CASES = [
+    (
+        "a YAML syntax error",
+        HEADER + "metadata:\n  name: x\nspec: [unclosed\n",
+        "6:1: YAML syntax error",
+    ),
+    (
+        "a weight outside 1..100",
+        doc("w", "scores:\n- name: s\n  expression: '1'\n  weight: 0"),
+        "9:13: w: spec.scores[0].weight: 0 is less than the minimum of 1",
+    ),
+    (
+        "an unknown field",
+        doc("u", "filters:\n- name: f\n  expression: 'true'\n  mesage: typo"),
+        "9:5: u: spec.filters[0]: unknown field 'mesage'",
+    ),
+    (
+        "a CEL syntax error, placed inside the expression",
+        doc("c", "filters:\n- name: f\n  expression: 'node.metadata.labels.x == '"),
+        "8:44: c/f: unexpected end of input (expression 1:27)",
+    ),
+    (
+        "an unknown function",
+        doc("c", 'filters:\n- name: f\n  expression: "nosuch(node) == 1"'),
+        "8:18: c/f: undeclared reference to function 'nosuch' (expression 1:1)",
+    ),
+    (
+        "an unknown variable",
+        doc("c", "filters:\n- name: f\n  expression: \"nodes.metadata.name == 'a'\""),
+        "8:18: c/f: undeclared reference to 'nodes' (expression 1:1)",
+    ),
+    (
+        "a filter that can only yield a string",
+        doc("c", "filters:\n- name: f\n  expression: \"'a' + 'b'\""),
+        "8:17: c/f: the expression must yield a bool, but it yields string",
+    ),
+    (
+        "a score that can only yield a bool",
+        doc("c", "scores:\n- name: s\n  expression: 'true'"),
+        "8:17: c/s: a score must yield a number (int, uint or double), but it yields bool",
+    ),
+    (
+        "a duplicate rule name",
+        doc("d", "filters:\n- name: f\n  expression: 'true'\n- name: f\n  expression: 'true'"),
+        "9:5: d/f: duplicate rule name (first defined at",
+    ),
+    (
+        "an unknown kind",
+        "apiVersion: policyext.io/v1alpha1\nkind: SchedulingPolicies\nmetadata: {name: k}\n",
+        "2:7: unknown kind 'SchedulingPolicies'",
+    ),
+    (
+        "a bad second document in a multi-document file",
+        GOOD + "---\n" + doc("bad", "filters:\n- name: f\n  expression: '1 +'"),
+        "17:21: bad/f: unexpected end of input (expression 1:4)",
+    ),
+    (
+        "a variable used before it is defined",
+        doc(
+            "v",
+            "variables:\n- name: a\n  expression: variables.b\n- name: b\n  expression: '1'\n"
+            "filters:\n- name: f\n  expression: variables.a == 1",
+        ),
+        "8:17: v/a: unknown variable 'variables.b' (variables: none defined before this point)",
+    ),
+    (
+        "an error on the third line of a block scalar expression",
+        doc(
+            "b",
+            "filters:\n- name: f\n  expression: |\n    node.metadata.name != '' &&\n"
+            "    true &&\n    nosuch()",
+        ),
+        "11:7: b/f: undeclared reference to function 'nosuch' (expression 3:1)",
+    ),
+    (
+        "message and messageExpression together",
+        doc(
+            "m",
+            "filters:\n- name: f\n  expression: 'true'\n  message: a\n  messageExpression: \"'b'\"",
+        ),
+        "7:5: m: spec.filters[0]: give either message or messageExpression, not both",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "text", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_validate_reports_bad_input_at_its_file_line_and_column(
+    what: str, text: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:{expected}" in err, err
+
+
+def test_validate_reports_duplicate_policy_names_across_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yaml").write_text(GOOD)
+    assert main(["validate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'b.yaml'}:4:9: good: duplicate policy name (first defined at" in err
+
+
+def test_validate_reports_every_issue_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = doc("x", "filters:\n- name: a\n  expression: 'nosuch()'\n- name: b\n  expression: '1 +'")
+    (tmp_path / "p.yaml").write_text(text)
+    assert main(["validate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "x/a: undeclared reference to function 'nosuch'" in err
+    assert "x/b: unexpected end of input" in err
+    assert "2 problems found" in err
+
+
+def test_validate_accepts_good_policies_and_skips_hidden_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "good.yaml").write_text(GOOD)
+    hidden = tmp_path / "..2026_11_30_07_00_00.000"
+    hidden.mkdir()
+    (hidden / "good.yaml").write_text(GOOD)  # a mounted ConfigMap's real copy
+    assert main(["validate", str(tmp_path)]) == 0
+    assert "valid: 1 policy, 1 rule," in capsys.readouterr().out
+
+
+def test_a_variable_that_does_not_compile_is_reported_once_where_it_is_defined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = doc(
+        "v",
+        "variables:\n- name: v\n  expression: nosuch(pod)\n"
+        "filters:\n- name: f\n  expression: variables.v == 1",
+    )
+    (tmp_path / "p.yaml").write_text(text)
+    assert main(["validate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "v/v: undeclared reference to function 'nosuch'" in err
+    assert "unknown variable" not in err
+    assert "1 problem found" in err
+
+
+def test_unquoted_timestamps_in_a_policy_test_stay_strings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "policy.yaml").write_text(
+        doc(
+            "clock",
+            "filters:\n- name: after\n  expression: now > timestamp('2026-01-01T00:00:00Z')",
+        )
+    )
+    (tmp_path / "clock.test.yaml").write_text(
+        "apiVersion: policyext.io/v1alpha1\nkind: PolicyTest\nmetadata: {name: clock}\n"
+        "spec:\n  policies: [policy.yaml]\n  now: 2026-03-14T12:00:00Z\n  cases:\n"
+        "  - name: inline nodes are not needed for an empty snapshot\n"
+        "    pod: {metadata: {name: p, namespace: d}, spec: {containers: []}}\n"
+        "    expect: {feasible: []}\n"
+    )
+    assert main(["test", str(tmp_path)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out
