@@ -1,0 +1,1 @@
+"""The HTTP adapter: the extender protocol, /explain and the operational endpoints."""

@@ -1,0 +1,266 @@
+"""The Flask application: the extender verbs, /explain, and the operational endpoints.
+
+Status codes are decided here and only here: 200 for every protocol answer (a filter that
+finds no node is still a 200 with FailedNodes), 400 for a body that is not the protocol's
+shape, 413 over the size limit, 415 for a non-JSON body, and JSON error bodies throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from policyext.cel import Timestamp
+from policyext.policy.explain import evaluation_to_dict
+from policyext.policy.resources import NodeSource
+from policyext.server import verbs, wire
+from policyext.server.metrics import Metrics
+from policyext.store import PolicyStore
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+decision_log = logging.getLogger("policyext.decisions")
+log = logging.getLogger("policyext.server")
+
+
+class Binder(Protocol):
+    def bind(self, args: wire.BindingArgs) -> str:
+        """Create the binding; return "" on success or a message saying what failed."""
+        ...
+
+
+@dataclass
+class Options:
+    url_prefix: str = ""
+    max_body: int = DEFAULT_MAX_BODY
+
+
+def _json(data: object, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status=status, mimetype="application/json")
+
+
+def _error(status: int, message: str) -> Response:
+    return _json({"error": message, "status": status}, status)
+
+
+def create_app(
+    store: PolicyStore,
+    source: NodeSource | None = None,
+    binder: Binder | None = None,
+    metrics: Metrics | None = None,
+    options: Options | None = None,
+    clock: Callable[[], int] = time.time_ns,
+) -> Flask:
+    """The application. `source` resolves NodeNames and knows the pods; `binder` creates
+    Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
+    options = options or Options()
+    metrics = metrics or Metrics()
+    app = Flask("policyext")
+    app.config["MAX_CONTENT_LENGTH"] = options.max_body
+    prefix = options.url_prefix.rstrip("/")
+
+    def body() -> dict[str, Any]:
+        mimetype = request.mimetype
+        if mimetype and mimetype != "application/json":
+            raise _Unsupported(mimetype)
+        return wire.decode(request.get_data(cache=False))
+
+    def timed(verb: str, run: Callable[[], verbs.VerbResult]) -> Response:
+        started = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - started
+        metrics.observe(verb, result.evaluation, result.nodes, seconds)
+        if verb in ("filter", "prioritize"):
+            _log_decision(verb, store, result, seconds)
+        return Response(result.body, status=200, mimetype="application/json")
+
+    def now() -> Timestamp:
+        return Timestamp(clock())
+
+    @app.post(f"{prefix}/filter")
+    def filter_view() -> Response:
+        args = wire.parse_extender_args(body())
+        return timed("filter", lambda: verbs.run_filter(store.current, source, args, now()))
+
+    @app.post(f"{prefix}/prioritize")
+    def prioritize_view() -> Response:
+        args = wire.parse_extender_args(body())
+        return timed("prioritize", lambda: verbs.run_prioritize(store.current, source, args, now()))
+
+    @app.post(f"{prefix}/preempt")
+    def preempt_view() -> Response:
+        args = wire.parse_preemption_args(body())
+        return timed("preempt", lambda: verbs.run_preempt(store.current, source, args, now()))
+
+    @app.post(f"{prefix}/bind")
+    def bind_view() -> Response:
+        args = wire.parse_binding_args(body())
+
+        def run() -> verbs.VerbResult:
+            if binder is None:
+                message = "binding needs a Kubernetes API connection (--kubeconfig or in-cluster)"
+            else:
+                message = binder.bind(args)
+            return verbs.VerbResult(wire.binding_result(message), None, 1, message)
+
+        return timed("bind", run)
+
+    @app.post("/explain")
+    def explain_view() -> Response:
+        args = wire.parse_extender_args(body())
+        started = time.perf_counter()
+        ev, unknown = verbs.run_explain(store.current, source, args, now())
+        metrics.observe("explain", ev, len(args.names), time.perf_counter() - started)
+        data = evaluation_to_dict(ev)
+        data["unknownNodes"] = unknown
+        return _json(data)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        ready, detail = _readiness(store, source)
+        return _json(detail, 200 if ready else 503)
+
+    @app.get("/policies")
+    def policies() -> Response:
+        return _json(_policies(store))
+
+    @app.get("/metrics")
+    def metrics_view() -> Response:
+        metrics.set_policy(store.current.version, store.current.rule_count())
+        data, content_type = metrics.render()
+        return Response(data, status=200, content_type=content_type)
+
+    @app.errorhandler(wire.WireError)
+    def bad_request(e: wire.WireError) -> Response:
+        metrics.requests.labels(_verb(), "400").inc()
+        return _error(400, str(e))
+
+    @app.errorhandler(_Unsupported)
+    def unsupported(e: _Unsupported) -> Response:
+        return _error(415, f"expected Content-Type application/json, got {e.args[0]}")
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException) -> Response:
+        code = e.code or 500
+        messages = {
+            404: "no such endpoint",
+            405: f"method {request.method} is not allowed here",
+            413: f"the body is larger than the limit of {options.max_body} bytes",
+        }
+        return _error(code, messages.get(code, e.description or e.name))
+
+    @app.errorhandler(Exception)
+    def internal_error(e: Exception) -> Response:
+        log.exception("unexpected error answering %s %s", request.method, request.path)
+        return _error(500, "internal error (logged by the extender)")
+
+    @app.after_request
+    def count(response: Response) -> Response:
+        if response.status_code != 400:
+            metrics.requests.labels(_verb(), str(response.status_code)).inc()
+        return response
+
+    return app
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _verb() -> str:
+    path = request.path.rstrip("/")
+    return path.rsplit("/", 1)[-1] or "root"
+
+
+def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, seconds: float) -> None:
+    if not decision_log.isEnabledFor(logging.INFO):
+        return
+    ev = result.evaluation
+    record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
+    record["policyVersion"] = store.current.version
+    record["pod"] = result.pod
+    if ev is not None:
+        record["feasible"] = sum(v.feasible for v in ev.nodes)
+        rejections: dict[str, int] = {}
+        for v in ev.nodes:
+            for r in v.rejections:
+                rejections[r.rule_id] = rejections.get(r.rule_id, 0) + 1
+        record["rejectedBy"] = rejections
+        record["errors"] = ev.errors
+    if result.error:
+        record["error"] = result.error
+    decision_log.info(json.dumps(record, sort_keys=True))
+    if decision_log.isEnabledFor(logging.DEBUG) and ev is not None:
+        for v in ev.nodes:
+            decision_log.debug(
+                json.dumps(
+                    {
+                        "verb": verb,
+                        "node": v.name,
+                        "feasible": v.feasible,
+                        "score": v.score,
+                        "rejectedBy": [r.rule_id for r in v.rejections],
+                    }
+                )
+            )
+
+
+def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dict[str, Any]]:
+    checks: dict[str, Any] = {"policies": "loaded" if store.loaded else "not loaded"}
+    ready = store.loaded
+    if source is not None:
+        ready_fn = getattr(source, "ready", None)
+        synced = bool(ready_fn()) if callable(ready_fn) else True
+        checks["nodeSource"] = "synced" if synced else "not synced"
+        ready = ready and synced
+    status = store.status
+    if status is not None and not status.ok:
+        checks["lastReload"] = {
+            "ok": False,
+            "errors": [str(i) for i in status.issues[:10]] or [status.error],
+        }
+    return ready, {"ready": ready, "policyVersion": store.current.version, "checks": checks}
+
+
+def _policies(store: PolicyStore) -> dict[str, Any]:
+    current = store.current
+    status = store.status
+    return {
+        "version": current.version,
+        "sources": list(current.sources),
+        "policies": [
+            {
+                "name": p.name,
+                "filters": [
+                    {"name": f.rule.name, "mode": f.rule.mode, "failurePolicy": f.failure_policy}
+                    for f in p.filters
+                ],
+                "scores": [
+                    {"name": s.rule.name, "weight": s.rule.weight, "normalize": s.rule.normalize}
+                    for s in p.scores
+                ],
+            }
+            for p in current.policies
+        ],
+        "lastReload": None
+        if status is None
+        else {
+            "ok": status.ok,
+            "at": status.at,
+            "source": status.source,
+            "version": status.version,
+            "errors": [str(i) for i in status.issues] + ([status.error] if status.error else []),
+        },
+        "reloads": {"ok": store.reloads_ok, "failed": store.reloads_failed},
+    }

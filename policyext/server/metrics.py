@@ -1,0 +1,149 @@
+"""Prometheus metrics, correct with several gunicorn workers.
+
+With several worker processes each keeps its own counters; prometheus_client's
+multiprocess mode (PROMETHEUS_MULTIPROC_DIR, set by `policyext serve` before the workers
+fork) writes them to files that /metrics aggregates, so every scrape sees the whole server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from policyext.policy.engine import Evaluation
+
+LATENCY_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
+NODE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000)
+
+
+class Metrics:
+    """The server's metrics. One instance per process; `render()` serves /metrics."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.multiprocess = "PROMETHEUS_MULTIPROC_DIR" in os.environ
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.latency = Histogram(
+            "policyext_request_duration_seconds",
+            "Time to answer an extender or explain request, by verb.",
+            ["verb"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.requests = Counter(
+            "policyext_requests_total",
+            "Requests answered, by verb and HTTP status.",
+            ["verb", "code"],
+            registry=r,
+        )
+        self.nodes = Histogram(
+            "policyext_request_nodes",
+            "Nodes in a request, by verb.",
+            ["verb"],
+            buckets=NODE_BUCKETS,
+            registry=r,
+        )
+        self.evaluations = Counter(
+            "policyext_evaluations_total", "CEL evaluations performed.", registry=r
+        )
+        self.rejections = Counter(
+            "policyext_rule_rejections_total",
+            "Nodes rejected, by policy and rule.",
+            ["policy", "rule"],
+            registry=r,
+        )
+        self.audit_rejections = Counter(
+            "policyext_rule_audit_rejections_total",
+            "Nodes an Audit-mode rule would have rejected, by policy and rule.",
+            ["policy", "rule"],
+            registry=r,
+        )
+        self.rule_errors = Counter(
+            "policyext_rule_errors_total",
+            "Rule evaluations that failed, by policy and rule.",
+            ["policy", "rule"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "policyext_evaluation_errors_total", "Evaluation errors of all kinds.", registry=r
+        )
+        self.reloads = Counter(
+            "policyext_policy_reloads_total",
+            "Policy reloads, by result.",
+            ["result"],
+            registry=r,
+        )
+        self.policy_version = Gauge(
+            "policyext_policy_version_info",
+            "The policy version being served (value 1).",
+            ["version"],
+            registry=r,
+            multiprocess_mode="liveall",
+        )
+        self.policy_rules = Gauge(
+            "policyext_policy_rules",
+            "Rules in the policy set being served.",
+            registry=r,
+            multiprocess_mode="liveall",
+        )
+        self._version = ""
+
+    def set_policy(self, version: str, rules: int) -> None:
+        if version != self._version:
+            if self._version:
+                self.policy_version.remove(self._version)
+            self.policy_version.labels(version).set(1)
+            self._version = version
+        self.policy_rules.set(rules)
+
+    def observe(self, verb: str, ev: Evaluation | None, nodes: int, seconds: float) -> None:
+        self.latency.labels(verb).observe(seconds)
+        self.nodes.labels(verb).observe(nodes)
+        if ev is None:
+            return
+        self.evaluations.inc(ev.evaluations)
+        if ev.errors:
+            self.errors.inc(ev.errors)
+        for v in ev.nodes:
+            for r in v.rejections:
+                self.rejections.labels(r.policy, r.rule).inc()
+                if r.error is not None:
+                    self.rule_errors.labels(r.policy, r.rule).inc()
+            for r in v.audits:
+                self.audit_rejections.labels(r.policy, r.rule).inc()
+            for r in v.skipped:
+                self.rule_errors.labels(r.policy, r.rule).inc()
+            for s in v.scores:
+                if s.error is not None:
+                    self.rule_errors.labels(s.policy, s.rule).inc()
+
+    def render(self) -> tuple[bytes, str]:
+        if self.multiprocess:
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,190 @@
+"""The extender verbs over the engine: resolve nodes, evaluate, shape the protocol reply.
+
+Views stay thin: each verb here takes parsed arguments and returns the reply bytes together
+with the Evaluation it came from (for metrics and the decision log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from policyext.cel import Timestamp
+from policyext.policy.compile import PolicySet
+from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
+from policyext.policy.resources import (
+    NodeInfo,
+    NodeSource,
+    build_node_info,
+    node_allocatable,
+    without_pods,
+)
+from policyext.server import wire
+
+UNKNOWN_NODE = "node is not in policyext's node cache"
+NO_SOURCE = (
+    "policyext has no node source for NodeNames requests: run it with --snapshot or a "
+    "cluster connection, or set nodeCacheCapable: false"
+)
+
+
+class NodeSourceStatus(Protocol):
+    def ready(self) -> bool: ...
+
+
+@dataclass
+class VerbResult:
+    body: bytes
+    evaluation: Evaluation | None
+    nodes: int
+    error: str = ""
+    pod: str = ""  # namespace/name, for the decision log
+
+
+def pod_id(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ""
+    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+
+
+def _resolve(
+    args: wire.ExtenderArgs, source: NodeSource | None
+) -> tuple[list[Mapping[str, Any]], dict[str, str]]:
+    """The node objects of the request, and the names that could not be resolved."""
+    if args.nodes is not None:
+        return list(args.nodes), {}
+    assert source is not None
+    nodes: list[Mapping[str, Any]] = []
+    unknown: dict[str, str] = {}
+    for name in args.node_names or ():
+        node = source.get_node(name)
+        if node is None:
+            unknown[name] = UNKNOWN_NODE
+        else:
+            nodes.append(node)
+    return nodes, unknown
+
+
+def source_problem(args: wire.ExtenderArgs, source: NodeSource | None) -> str:
+    if args.nodes is not None:
+        return ""
+    if source is None:
+        return NO_SOURCE
+    ready = getattr(source, "ready", None)
+    if callable(ready) and not ready():
+        return "policyext's node cache is not synced yet"
+    return ""
+
+
+def run_filter(
+    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+) -> VerbResult:
+    names_mode = args.nodes is None
+    problem = source_problem(args, source)
+    if problem:
+        body = wire.filter_result(
+            None if names_mode else [], [] if names_mode else None, {}, {}, problem
+        )
+        return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
+    nodes, unknown = _resolve(args, source)
+    ev = evaluate(policies, args.pod, nodes, source, now, scores=False)
+    failed: dict[str, str] = dict(unknown)
+    unresolvable: dict[str, str] = {}
+    feasible_names: list[str] = []
+    feasible_nodes: list[Any] = []
+    for node, verdict in zip(nodes, ev.nodes, strict=True):
+        if verdict.feasible:
+            feasible_names.append(verdict.name)
+            feasible_nodes.append(node)
+        elif verdict.unresolvable:
+            unresolvable[verdict.name] = _unresolvable_message(verdict)
+        else:
+            failed[verdict.name] = verdict.message()
+    body = wire.filter_result(
+        None if names_mode else feasible_nodes,
+        feasible_names if names_mode else None,
+        failed,
+        unresolvable,
+    )
+    return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+
+
+def _unresolvable_message(verdict: NodeVerdict) -> str:
+    for r in verdict.rejections:
+        if r.unresolvable:
+            return r.message
+    return verdict.message()
+
+
+def run_prioritize(
+    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+) -> VerbResult:
+    """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
+    if source_problem(args, source):
+        names = args.names
+        body = wire.priority_list([(n, 0) for n in names])
+        return VerbResult(body, None, len(names), pod=pod_id(args.pod))
+    nodes, _unknown = _resolve(args, source)
+    ev = evaluate(policies, args.pod, nodes, source, now, filters=False)
+    scores = {v.name: v.score or 0 for v in ev.nodes}
+    body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
+    return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+
+
+def run_explain(
+    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+) -> tuple[Evaluation, dict[str, str]]:
+    problem = source_problem(args, source)
+    if problem:
+        raise wire.WireError(problem)
+    nodes, unknown = _resolve(args, source)
+    return evaluate(policies, args.pod, nodes, source, now), unknown
+
+
+class _VictimFreeSource:
+    """The node source as seen after the victims of a preemption are evicted."""
+
+    def __init__(self, base: NodeSource | None, victims: dict[str, list[Mapping[str, Any]]]):
+        self.base = base
+        self.victims = victims
+
+    @property
+    def has_pods(self) -> bool:
+        return self.base is not None and self.base.has_pods
+
+    def get_node(self, name: str) -> Mapping[str, Any] | None:
+        return self.base.get_node(name) if self.base is not None else None
+
+    def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
+        info = (
+            self.base.node_info(node)
+            if self.base is not None
+            else build_node_info(node_allocatable(node), None, None)
+        )
+        name = str((node.get("metadata") or {}).get("name", ""))
+        return without_pods(info, self.victims.get(name, []))
+
+
+def run_preempt(
+    policies: PolicySet, source: NodeSource | None, args: wire.PreemptionArgs, now: Timestamp
+) -> VerbResult:
+    """Keep the candidate nodes on which the policies accept the pod once the victims are
+    gone. Victims given as UIDs only are looked up in the node source's pods."""
+    nodes: list[Mapping[str, Any]] = []
+    victims: dict[str, list[Mapping[str, Any]]] = {}
+    for name, v in args.victims.items():
+        node = source.get_node(name) if source is not None else None
+        if node is None:
+            continue  # a node we cannot see cannot be accepted
+        nodes.append(node)
+        if args.meta:
+            lookup = getattr(source, "pod_by_uid", None)
+            pods = [lookup(uid) for uid in v.uids] if callable(lookup) else []
+            victims[name] = [p for p in pods if p is not None]
+        else:
+            victims[name] = list(v.pods)
+    ev = evaluate(policies, args.pod, nodes, _VictimFreeSource(source, victims), now, scores=False)
+    accepted = {v.name: args.victims[v.name] for v in ev.nodes if v.feasible}
+    return VerbResult(wire.preemption_result(accepted), ev, len(args.victims))

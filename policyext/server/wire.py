@@ -1,0 +1,225 @@
+"""The extender protocol's messages, as kube-scheduler really sends and reads them.
+
+The extender/v1 Go types have no JSON tags: the keys are Go field names (`Pod`, `NodeNames`,
+`FailedNodes`...), and Go's decoder matches keys case-insensitively, so requests are read
+the same way (the last of two keys differing only in case wins, as in Go). Replies use the
+PascalCase names. Scores are integers. See docs/extender-api.md and schemas/openapi.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+Json = dict[str, Any]
+
+
+class WireError(ValueError):
+    """A request that does not have the protocol's shape: answered with 400."""
+
+
+def decode(body: bytes) -> Json:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise WireError(f"the body is not valid JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise WireError("the body must be a JSON object")
+    return value
+
+
+def _fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys folded to lower case, as Go's encoding/json matches struct fields."""
+    return {str(k).lower(): v for k, v in obj.items()}
+
+
+def _object(value: object, where: str, *, optional: bool = False) -> Json | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, dict):
+        raise WireError(f"{where}: expected an object")
+    return value
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise WireError(f"{where}: expected a string")
+    return value
+
+
+def _name(obj: Json, where: str) -> str:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise WireError(f"{where}.metadata: expected an object")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise WireError(f"{where}.metadata.name: expected a non-empty string")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderArgs:
+    """filter and prioritize: the pod and the candidate nodes, as full objects (Nodes) or
+    as names (NodeNames, when the extender is nodeCacheCapable)."""
+
+    pod: Json
+    nodes: list[Json] | None
+    node_names: list[str] | None
+
+    @property
+    def names(self) -> list[str]:
+        if self.node_names is not None:
+            return self.node_names
+        return [_name(n, "Nodes.items[]") for n in self.nodes or ()]
+
+
+def parse_extender_args(body: Json) -> ExtenderArgs:
+    fields = _fields(body)
+    pod = _object(fields.get("pod"), "Pod")
+    assert pod is not None
+    nodes: list[Json] | None = None
+    raw_nodes = _object(fields.get("nodes"), "Nodes", optional=True)
+    if raw_nodes is not None:
+        items = _fields(raw_nodes).get("items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise WireError("Nodes.items: expected a list")
+        nodes = []
+        for i, item in enumerate(items):
+            node = _object(item, f"Nodes.items[{i}]")
+            assert node is not None
+            _name(node, f"Nodes.items[{i}]")
+            nodes.append(node)
+    names: list[str] | None = None
+    raw_names = fields.get("nodenames")
+    if raw_names is not None:
+        if not isinstance(raw_names, list):
+            raise WireError("NodeNames: expected a list of strings")
+        names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
+    if nodes is None and names is None:
+        raise WireError("one of Nodes or NodeNames is required")
+    return ExtenderArgs(pod, nodes, names)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def parse_binding_args(body: Json) -> BindingArgs:
+    fields = _fields(body)
+    values = []
+    for key, label in (
+        ("podname", "PodName"),
+        ("podnamespace", "PodNamespace"),
+        ("poduid", "PodUID"),
+        ("node", "Node"),
+    ):
+        value = _string(fields.get(key), label)
+        if not value and key != "poduid":
+            raise WireError(f"{label}: must not be empty")
+        values.append(value)
+    return BindingArgs(*values)
+
+
+@dataclass(frozen=True, slots=True)
+class Victims:
+    pods: list[Json]  # full pods, or {"UID": ...} stubs (meta victims)
+    uids: list[str]
+    num_pdb_violations: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionArgs:
+    pod: Json
+    victims: dict[str, Victims]  # by node name
+    meta: bool  # the scheduler sent only UIDs (nodeCacheCapable)
+
+
+def _victims(raw: object, where: str, meta: bool) -> Victims:
+    obj = _object(raw, where)
+    assert obj is not None
+    fields = _fields(obj)
+    pods_raw = fields.get("pods") or []
+    if not isinstance(pods_raw, list):
+        raise WireError(f"{where}.Pods: expected a list")
+    pods: list[Json] = []
+    uids: list[str] = []
+    for i, p in enumerate(pods_raw):
+        pod = _object(p, f"{where}.Pods[{i}]")
+        assert pod is not None
+        if meta:
+            uids.append(_string(_fields(pod).get("uid"), f"{where}.Pods[{i}].UID"))
+        else:
+            meta_obj = pod.get("metadata")
+            uid = meta_obj.get("uid", "") if isinstance(meta_obj, dict) else ""
+            uids.append(str(uid))
+        pods.append(pod)
+    violations = fields.get("numpdbviolations", 0)
+    if not isinstance(violations, int) or isinstance(violations, bool):
+        raise WireError(f"{where}.NumPDBViolations: expected an integer")
+    return Victims(pods, uids, violations)
+
+
+def parse_preemption_args(body: Json) -> PreemptionArgs:
+    fields = _fields(body)
+    pod = _object(fields.get("pod"), "Pod")
+    assert pod is not None
+    full = _object(fields.get("nodenametovictims"), "NodeNameToVictims", optional=True)
+    meta = _object(fields.get("nodenametometavictims"), "NodeNameToMetaVictims", optional=True)
+    if meta:
+        victims = {n: _victims(v, f"NodeNameToMetaVictims.{n}", True) for n, v in meta.items()}
+        return PreemptionArgs(pod, victims, True)
+    victims = {n: _victims(v, f"NodeNameToVictims.{n}", False) for n, v in (full or {}).items()}
+    return PreemptionArgs(pod, victims, False)
+
+
+# -- replies --------------------------------------------------------------------------------
+def filter_result(
+    feasible_nodes: list[Json] | None,
+    feasible_names: list[str] | None,
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str],
+    error: str = "",
+) -> bytes:
+    """ExtenderFilterResult. In NodeNames mode `Nodes` is null; in Nodes mode `NodeNames`."""
+    nodes = None if feasible_nodes is None else {"metadata": {}, "items": feasible_nodes}
+    return orjson.dumps(
+        {
+            "Nodes": nodes,
+            "NodeNames": feasible_names,
+            "FailedNodes": dict(failed),
+            "FailedAndUnresolvableNodes": dict(unresolvable),
+            "Error": error,
+        }
+    )
+
+
+def priority_list(scores: list[tuple[str, int]]) -> bytes:
+    """HostPriorityList: a bare array; scores are integers (a float would be dropped)."""
+    return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
+
+
+def binding_result(error: str = "") -> bytes:
+    return orjson.dumps({"Error": error})
+
+
+def preemption_result(accepted: Mapping[str, Victims]) -> bytes:
+    return orjson.dumps(
+        {
+            "NodeNameToMetaVictims": {
+                node: {
+                    "Pods": [{"UID": uid} for uid in v.uids],
+                    "NumPDBViolations": v.num_pdb_violations,
+                }
+                for node, v in accepted.items()
+            }
+        }
+    )
