@@ -160,6 +160,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for issue in e.issues:
             print(issue, file=sys.stderr)
         return EXIT_INVALID
+    if settings.snapshot:
+        try:
+            SnapshotSource.from_file(settings.snapshot)  # and on a snapshot it cannot read
+        except SnapshotError as e:
+            return _fail(str(e))
     serve(settings)
     return EXIT_OK
 

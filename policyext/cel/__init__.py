@@ -14,7 +14,7 @@ from policyext.cel.errors import (
     CELSyntaxError,
     CostLimitExceeded,
 )
-from policyext.cel.program import Program, compile
+from policyext.cel.program import Program, compile, compile_tree
 from policyext.cel.values import CELType, Duration, Optional, Timestamp, UInt
 
 __all__ = [
@@ -31,4 +31,5 @@ __all__ = [
     "Timestamp",
     "UInt",
     "compile",
+    "compile_tree",
 ]

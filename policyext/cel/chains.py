@@ -62,6 +62,7 @@ def compile_chain(compiler: Compiler, node: ast.Node) -> Code:
     base = compiler.chain_root(node)
     if isinstance(node, ast.Ident) and compiler.is_global(node.name):
         compiler.selections.add((node.name, steps[0][1]))
+        compiler.paths.add((node.name, *(key for _, key, _ in steps)))
     if compiler.check and base.type in _NOT_SELECTABLE:
         raise compiler.error(f"type '{base.type}' does not support field selection", node)
     cost = base.cost + len(steps)

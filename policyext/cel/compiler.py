@@ -121,6 +121,8 @@ class Compiler:
         self.selections: set[tuple[str, str]] = set()
         # variables read as a whole, not only through constant fields (`variables[k]`)
         self.opaque: set[str] = set()
+        # the constant paths read from variables: ("node", "status", "conditions")
+        self.paths: set[tuple[str, ...]] = set()
 
     # -- errors ------------------------------------------------------------------------
     def error(self, message: str, node: ast.Node | int) -> CELCheckError:

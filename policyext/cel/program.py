@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Final
 
+from policyext.cel import ast
 from policyext.cel.code import COST
 from policyext.cel.compiler import Compiler, Limits
 from policyext.cel.errors import CELCheckError, CELError, CELEvalError
@@ -15,7 +16,7 @@ from policyext.cel.parser import parse
 
 DEFAULT_LIMITS: Final = Limits()
 
-__all__ = ["COST", "DEFAULT_LIMITS", "Program", "compile", "new_frame"]
+__all__ = ["COST", "DEFAULT_LIMITS", "Program", "compile", "compile_tree", "new_frame"]
 
 
 class Program:
@@ -26,6 +27,7 @@ class Program:
         "_frame",
         "limits",
         "opaque_references",
+        "paths",
         "references",
         "result_type",
         "selections",
@@ -47,6 +49,8 @@ class Program:
         self.selections: frozenset[tuple[str, str]] = frozenset(compiler.selections)
         # the variables read other than through constant fields (`v[k]`, `has(v.f)`, `v`)
         self.opaque_references: frozenset[str] = frozenset(compiler.opaque)
+        # the constant paths it reads from its variables, e.g. ("node", "status", "conditions")
+        self.paths: frozenset[tuple[str, ...]] = frozenset(compiler.paths)
         self._fn = fn
         self._frame = compiler.uses_frame
 
@@ -118,6 +122,21 @@ def compile(
             f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
         )
     tree = parse(source, limits.max_nesting_depth)
+    return compile_tree(tree, source, variables, limits=limits, check=check, libraries=libraries)
+
+
+def compile_tree(
+    tree: ast.Node,
+    source: str,
+    variables: Mapping[str, str] | None = None,
+    *,
+    limits: Limits | None = None,
+    check: bool = True,
+    libraries: Sequence[Library] | None = None,
+) -> Program:
+    """Compile a parsed (or rewritten, see `partial`) expression; `source` is the text its
+    offsets point into, for error positions."""
+    limits = limits or DEFAULT_LIMITS
     table = _table(tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES)
     compiler = Compiler(source, variables or {}, table, limits, check=check)
     try:

@@ -70,6 +70,11 @@ class SnapshotSource:
             elif kind == "Pod":
                 pods.append(obj)
         self.pods = pods
+        self._by_uid = {
+            str(p["metadata"]["uid"]): p
+            for p in pods
+            if isinstance(p.get("metadata"), dict) and p["metadata"].get("uid")
+        }
         self._requested: dict[str, Resources] = {name: {} for name in self.nodes}
         self._pods: dict[str, list[dict[str, object]]] = {name: [] for name in self.nodes}
         for pod in pods:
@@ -95,6 +100,10 @@ class SnapshotSource:
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
 
+    def pod_by_uid(self, uid: str) -> Json | None:
+        """A pod of the snapshot (preemption victims arrive as UIDs)."""
+        return self._by_uid.get(uid)
+
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
         name = _name(node)
         known = self.nodes.get(name)
@@ -112,8 +121,10 @@ class SnapshotSource:
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    try:
+        return str(obj["metadata"]["name"])
+    except (KeyError, TypeError):
+        return ""
 
 
 def _version(obj: Mapping[str, Any]) -> str:

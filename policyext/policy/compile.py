@@ -40,6 +40,7 @@ from policyext.policy.model import (
     Score,
     Variable,
 )
+from policyext.policy.plan import Plan, make_plan
 from policyext.policy.schema import validate
 
 TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -64,6 +65,7 @@ class CompiledExpression:
     expression: Expression
     program: cel.Program
     pod_only: bool  # reads neither the node nor node-dependent variables
+    plan: Plan | None = None  # how to evaluate it over many nodes (see plan.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +102,42 @@ class PolicySet:
     policies: tuple[CompiledPolicy, ...]
     version: str
     sources: tuple[str, ...]
+    # the parts of a Node the policies can read, as (field,) or (field, subfield) paths;
+    # None when some expression reads the node as a whole. A server decoding full Node
+    # objects may skip everything else (see server/wire.py).
+    node_fields: frozenset[tuple[str, ...]] | None = None
 
     def rule_count(self) -> int:
         return sum(len(p.filters) + len(p.scores) for p in self.policies)
 
 
-EMPTY_POLICY_SET: Final = PolicySet((), "empty", ())
+EMPTY_POLICY_SET: Final = PolicySet((), "empty", (), frozenset())
+# what the engine itself reads of a node, whatever the policies say
+ENGINE_NODE_FIELDS: Final = frozenset({("metadata",), ("status", "allocatable")})
+
+
+def _programs(policy: CompiledPolicy) -> list[cel.Program]:
+    out: list[cel.Program] = []
+    expressions = [c for _, c in policy.variables]
+    expressions += [f.compiled for f in policy.filters]
+    expressions += [f.message for f in policy.filters if f.message is not None]
+    expressions += [s.compiled for s in policy.scores]
+    for expr in expressions:
+        out.append(expr.program)
+        if expr.plan is not None:
+            out.extend((*expr.plan.parts, expr.plan.residual))
+    return out
+
+
+def node_fields(policies: Sequence[CompiledPolicy]) -> frozenset[tuple[str, ...]] | None:
+    """The (field,) and (field, subfield) paths of Node that any expression reads."""
+    fields = set(ENGINE_NODE_FIELDS)
+    for policy in policies:
+        for program in _programs(policy):
+            if "node" in program.opaque_references:
+                return None
+            fields.update(path[1:3] for path in program.paths if path[0] == "node")
+    return frozenset(fields)
 
 
 # -- entry points ---------------------------------------------------------------------------
@@ -163,7 +195,12 @@ def compile_documents(
     digest = hashlib.sha256(
         json.dumps(sorted(normalized, key=lambda n: n["name"]), sort_keys=True).encode()
     ).hexdigest()
-    return PolicySet(tuple(compiled), digest[:12] if compiled else "empty", tuple(sources))
+    return PolicySet(
+        tuple(compiled),
+        digest[:12] if compiled else "empty",
+        tuple(sources),
+        node_fields(compiled),
+    )
 
 
 def _issue_order(issue: Issue) -> tuple[str, int, int]:
@@ -377,11 +414,11 @@ class _PolicyCompiler:
         if used & self.broken_variables:
             return None  # the variable's own error says what is wrong
         for name in sorted(used - defined):
-            known = ", ".join(sorted(defined)) or "none defined before this point"
+            listed = ", ".join(sorted(defined)) or "none defined before this point"
             self.issues.append(
                 Issue(
                     expr.location,
-                    f"unknown variable 'variables.{name}' (variables: {known})",
+                    f"unknown variable 'variables.{name}' (variables: {listed})",
                     policy,
                     rule,
                 )
@@ -394,7 +431,19 @@ class _PolicyCompiler:
             pod_only = node_free and defined <= pod_only_variables
         else:
             pod_only = node_free and used <= pod_only_variables
-        return CompiledExpression(expr, program, pod_only)
+        if pod_only:
+            return CompiledExpression(expr, program, True)
+
+        def known(read: str) -> bool:
+            if read in POD_ONLY_INPUTS:
+                return True
+            return read.startswith("variables.") and read[10:] in pod_only_variables
+
+        try:
+            plan = make_plan(expr, program, RULE_VARIABLES, known, self.limits)
+        except cel.CELError:  # the whole expression compiled: a part always does too
+            plan = None
+        return CompiledExpression(expr, program, False, plan)
 
     def cel(
         self,

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-from policyext.cel import CELError, CELEvalError, Program, Timestamp
+from policyext.cel import CELError, Program, Timestamp
 from policyext.cel.program import COST, DEFAULT_LIMITS
-from policyext.cel.values import type_name
+from policyext.cel.values import UInt, type_name
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.match import PolicyMatch, policy_applies
+from policyext.policy.plan import Plan
 from policyext.policy.resources import (
     NodeInfo,
     NodeSource,
@@ -31,8 +33,7 @@ MAX_SCORE: Final = 10
 Json = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
+class Rejection(NamedTuple):
     """A filter that rejected a node (or, in Audit mode, would have)."""
 
     policy: str
@@ -47,8 +48,7 @@ class Rejection:
         return f"{self.policy}/{self.rule}"
 
 
-@dataclass(frozen=True, slots=True)
-class RuleScore:
+class RuleScore(NamedTuple):
     policy: str
     rule: str
     weight: int
@@ -58,16 +58,34 @@ class RuleScore:
     error: str | None = None
 
 
-@dataclass(slots=True)
 class NodeVerdict:
-    name: str
-    feasible: bool = True
-    unresolvable: bool = False
-    rejections: list[Rejection] = field(default_factory=list)  # Enforce rejections
-    audits: list[Rejection] = field(default_factory=list)  # Audit would-rejects
-    skipped: list[Rejection] = field(default_factory=list)  # errors ignored (Ignore)
-    scores: list[RuleScore] = field(default_factory=list)
-    score: int | None = None  # the final 0..10 score, when scored
+    """What the policies decided for one node. The lists start as a shared empty tuple and
+    become lists when something is added: most nodes of a request need none."""
+
+    __slots__ = (
+        "audits",
+        "feasible",
+        "name",
+        "rejections",
+        "score",
+        "scores",
+        "skipped",
+        "unresolvable",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.feasible = True
+        self.unresolvable = False
+        self.rejections: Sequence[Rejection] = ()  # Enforce rejections
+        self.audits: Sequence[Rejection] = ()  # Audit would-rejects
+        self.skipped: Sequence[Rejection] = ()  # errors ignored (Ignore)
+        self.scores: Sequence[RuleScore] = ()  # per rule, when scored with detail
+        self.score: int | None = None  # the final 0..10 score, when scored
+
+    def __repr__(self) -> str:
+        state = "feasible" if self.feasible else f"rejected by {len(self.rejections)}"
+        return f"NodeVerdict({self.name!r}, {state}, score={self.score})"
 
     def message(self) -> str:
         """The first rejection's message: what the scheduler reports for this node."""
@@ -81,6 +99,8 @@ class Evaluation:
     nodes: list[NodeVerdict]
     evaluations: int = 0  # CEL evaluations performed
     errors: int = 0  # evaluation errors (all kinds)
+    # score rules that failed, by (policy, rule): counted even without per-rule detail
+    score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def applied(self) -> list[str]:
         return [m.policy for m in self.matches if m.applies]
@@ -181,6 +201,149 @@ class _Context:
             frame[COST] = saved
 
 
+_MISS: Final = object()
+_UNUSABLE: Final = object()  # a plan whose pod-side parts failed for this pod
+
+
+class _Request:
+    """What one engine call shares across its nodes: the pod-side frame and values."""
+
+    def __init__(
+        self,
+        applied: list[CompiledPolicy],
+        pod: Json,
+        now: Timestamp,
+        source: NodeSource | None,
+        ctx: _Context,
+        cache_nodes: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.source = source
+        self.cache_nodes = cache_nodes
+        self.base: dict[Any, Any] = {
+            "pod": pod,
+            "now": now,
+            "podRequests": pod_requests(pod) if applied else {},
+            "node": None,
+            "nodeInfo": None,
+            "variables": None,
+            COST: [0, ctx.budget],
+        }
+        self.declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
+        self.shared = {
+            p.name: _pod_variables(self.declared[p.name], self.base, ctx) for p in applied
+        }
+        self.pod_values: dict[int, object] = {}  # id(expression) -> value or _Failure
+        self.score_errors: Counter[tuple[str, str]] = Counter()
+        self.params: dict[int, object] = {}  # id(plan) -> tuple of part values or _UNUSABLE
+
+    def pod_value(self, policy: str, expr: CompiledExpression) -> object:
+        """A pod-only expression, once per request."""
+        value = self.pod_values.get(id(expr), _MISS)
+        if value is _MISS:
+            frame = self.shared[policy]._frame
+            value = self.pod_values[id(expr)] = _attempt(self.ctx, expr.program, frame)
+        return value
+
+    def plan_params(self, policy: str, plan: Plan) -> object:
+        """The values of a plan's pod-side parts, once per request (_UNUSABLE if one fails:
+        then the whole expression is evaluated per node, errors and all)."""
+        params = self.params.get(id(plan), _MISS)
+        if params is _MISS:
+            frame = self.shared[policy]._frame
+            values = tuple(_attempt(self.ctx, part, frame) for part in plan.parts)
+            failed = any(isinstance(v, _Failure) for v in values)
+            params = self.params[id(plan)] = _UNUSABLE if failed else values
+        return params
+
+
+def _values(
+    request: _Request, policy: str, expr: CompiledExpression, states: list[_Node]
+) -> list[object]:
+    """The expression's value (or a _Failure) for each node, by the cheapest way: once for
+    the request when it reads only the pod; from the cache of its plan when it may be; else
+    evaluated per node (with the pod-side parts evaluated once)."""
+    ctx = request.ctx
+    if expr.pod_only:
+        return [request.pod_value(policy, expr)] * len(states)
+    plan = expr.plan
+    params = _UNUSABLE if plan is None else request.plan_params(policy, plan)
+    if plan is None or not isinstance(params, tuple):
+        return [_attempt(ctx, expr.program, s.frame_for(policy)) for s in states]
+    table: dict[Hashable, object] | None = None
+    if plan.cacheable and request.cache_nodes and request.source is not None:
+        try:
+            table = plan.cache.results(params)
+        except TypeError:  # a part's value is a list or a map: not a cache key
+            table = None
+    if table is None:
+        return [s.residual(policy, plan, params) for s in states]
+    out: list[object] = []
+    with_info = plan.reads_node_info
+    for state in states:
+        key: Hashable = state.key
+        if with_info:
+            key = (key, state.node_info().generation)
+        value = table.get(key, _MISS)
+        if value is _MISS:
+            value = table[key] = state.residual(policy, plan, params)
+        out.append(value)
+    return out
+
+
+class _Node:
+    """One candidate node; its frame (the variables of CEL) is built only when a rule has
+    to be evaluated, which a cached plan often spares."""
+
+    __slots__ = ("frame", "info", "key", "node", "request", "variables_of", "verdict")
+
+    def __init__(self, request: _Request, node: Json) -> None:
+        self.request = request
+        self.node = node
+        self.verdict = NodeVerdict(_name(node))
+        self.frame: dict[Any, Any] | None = None
+        self.variables_of = ""
+        source = request.source
+        self.info: NodeInfo | None = None
+        self.key: Hashable | None = None
+        if request.cache_nodes and source is not None:
+            self.key = (self.verdict.name, _version(node))
+
+    def node_info(self) -> NodeInfo:
+        if self.info is None:
+            self.info = _node_info(self.node, self.request.source)
+        return self.info
+
+    def frame_for(self, policy: str) -> dict[Any, Any]:
+        frame = self.frame
+        request = self.request
+        if frame is None:
+            frame = self.frame = dict(request.base)
+            frame[COST] = [0, request.ctx.budget]
+            frame["node"] = self.node
+            frame["nodeInfo"] = self.node_info()
+        if self.variables_of != policy:
+            frame["variables"] = _Variables(
+                request.declared[policy], frame, request.shared[policy], request.ctx
+            )
+            self.variables_of = policy
+        return frame
+
+    def residual(self, policy: str, plan: Plan, params: tuple[object, ...]) -> object:
+        frame = self.frame_for(policy)
+        for name, param in zip(plan.placeholders, params, strict=True):
+            frame[name] = param
+        return _attempt(self.request.ctx, plan.residual, frame)
+
+
+def _attempt(ctx: _Context, program: Program, frame: dict[Any, Any]) -> object:
+    """A value, or the error as a _Failure value."""
+    try:
+        return ctx.run(program, frame)
+    except CELError as e:
+        return _Failure(e)
+
+
 def evaluate(
     policy_set: PolicySet,
     pod: Json,
@@ -191,8 +354,14 @@ def evaluate(
     filters: bool = True,
     scores: bool = True,
     budget: int | None = None,
+    cache_nodes: bool = False,
+    detail: bool = True,
 ) -> Evaluation:
-    """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored."""
+    """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
+
+    `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
+    content) and rule results may be cached per node version. Without `detail` the verdicts
+    carry final scores but not each rule's (what the prioritize verb needs)."""
     if now is None:
         now = Timestamp(time.time_ns())
     ctx = _Context(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
@@ -205,46 +374,34 @@ def evaluate(
             ctx.errors += 1
         if match.applies:
             applied.append(policy)
-    result = Evaluation(policy_set.version, matches, [])
-    requests = pod_requests(pod) if applied else {}
-    base: dict[Any, Any] = {
-        "pod": pod,
-        "now": now,
-        "podRequests": requests,
-        "node": None,
-        "nodeInfo": None,
-        "variables": None,
-        COST: [0, ctx.budget],
-    }
-    declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
-    shared = {p.name: _pod_variables(declared[p.name], base, ctx) for p in applied}
-    pod_only_filters: dict[tuple[str, str], object] = {}
-    frames: list[tuple[NodeVerdict, dict[Any, Any]]] = []
-    for node in nodes:
-        verdict = NodeVerdict(_name(node))
-        frame = dict(base)
-        frame[COST] = [0, ctx.budget]
-        frame["node"] = node
-        frame["nodeInfo"] = _node_info(node, source)
-        frames.append((verdict, frame))
-        result.nodes.append(verdict)
-        if filters:
-            for policy in applied:
-                frame["variables"] = _Variables(
-                    declared[policy.name], frame, shared[policy.name], ctx
-                )
-                _filter(policy, frame, verdict, ctx, pod_only_filters)
+    request = _Request(applied, pod, now, source, ctx, cache_nodes)
+    states = [_Node(request, node) for node in nodes]
+    result = Evaluation(policy_set.version, matches, [s.verdict for s in states])
+    if filters:
+        for policy in applied:
+            _filter(request, policy, states)
     if scores:
-        scored = [(v, f) for v, f in frames if v.feasible or not filters]
-        _score(applied, scored, declared, shared, ctx)
+        scored = [s for s in states if s.verdict.feasible or not filters]
+        _score(request, applied, scored, detail)
+    result.score_errors = dict(request.score_errors)
     result.evaluations = ctx.evaluations
     result.errors += ctx.errors
     return result
 
 
 def _name(node: Json) -> str:
-    meta = node.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    return _metadata_field(node, "name")
+
+
+def _version(node: Json) -> str:
+    return _metadata_field(node, "resourceVersion")
+
+
+def _metadata_field(node: Json, key: str) -> str:
+    try:  # every node has metadata: the fast path
+        return str(node["metadata"][key])
+    except (KeyError, TypeError):
+        return ""
 
 
 def _node_info(node: Json, source: NodeSource | None) -> NodeInfo:
@@ -253,79 +410,62 @@ def _node_info(node: Json, source: NodeSource | None) -> NodeInfo:
     return build_node_info(node_allocatable(node), None, None)
 
 
-def _filter(
-    policy: CompiledPolicy,
-    frame: dict[Any, Any],
-    verdict: NodeVerdict,
-    ctx: _Context,
-    pod_only: dict[tuple[str, str], object],
-) -> None:
+def _filter(request: _Request, policy: CompiledPolicy, states: list[_Node]) -> None:
+    ctx = request.ctx
     for rule in policy.filters:
-        spec = rule.rule
-        key = (policy.name, spec.name)
-        error: str | None = None
-        try:
-            if rule.compiled.pod_only:
-                outcome = pod_only.get(key, _UNSET)
-                if outcome is _UNSET:
-                    outcome = pod_only[key] = _outcome(rule.compiled.program, frame, ctx)
-            else:
-                outcome = _outcome(rule.compiled.program, frame, ctx)
-            if isinstance(outcome, _Failure):
-                raise outcome.error
-        except CELError as e:
-            ctx.errors += 1
-            error = e.message
-            outcome = None
-        if outcome is True:
-            continue
-        audit = spec.mode == "Audit"
-        if error is not None:
-            rejection = Rejection(
-                policy.name,
-                spec.name,
-                f"{policy.name}/{spec.name} could not be evaluated",
-                audit=audit,
-                unresolvable=spec.unresolvable,
-                error=error,
-            )
-            if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
-                verdict.skipped.append(rejection)
-                continue
+        outcomes = _values(request, policy.name, rule.compiled, states)
+        for state, outcome in zip(states, outcomes, strict=True):
+            if outcome is not True:
+                _reject(policy, rule, state, outcome, ctx)
+
+
+def _reject(
+    policy: CompiledPolicy, rule: CompiledFilter, state: _Node, outcome: object, ctx: _Context
+) -> None:
+    verdict = state.verdict
+    spec = rule.rule
+    if outcome is False:
+        error = None
+    else:
+        ctx.errors += 1
+        if isinstance(outcome, _Failure):
+            error = outcome.error.message
         else:
-            rejection = Rejection(
-                policy.name,
-                spec.name,
-                _message(policy.name, rule, frame, ctx),
-                audit=audit,
-                unresolvable=spec.unresolvable,
-            )
-        if audit:
-            verdict.audits.append(rejection)
-            continue
-        verdict.rejections.append(rejection)
-        verdict.feasible = False
-        if spec.unresolvable:
-            verdict.unresolvable = True
+            error = f"a filter must yield a bool, got {type_name(outcome)}"
+    audit = spec.mode == "Audit"
+    if error is not None:
+        rejection = Rejection(
+            policy.name,
+            spec.name,
+            f"{policy.name}/{spec.name} could not be evaluated",
+            audit=audit,
+            unresolvable=spec.unresolvable,
+            error=error,
+        )
+        if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
+            verdict.skipped = [*verdict.skipped, rejection]
+            return
+    else:
+        frame = state.frame_for(policy.name) if rule.message is not None else None
+        rejection = Rejection(
+            policy.name,
+            spec.name,
+            _message(policy.name, rule, frame, ctx),
+            audit=audit,
+            unresolvable=spec.unresolvable,
+        )
+    if audit:
+        verdict.audits = [*verdict.audits, rejection]
+        return
+    verdict.rejections = [*verdict.rejections, rejection]
+    verdict.feasible = False
+    if spec.unresolvable:
+        verdict.unresolvable = True
 
 
-_UNSET: Final = object()
-
-
-def _outcome(program: Program, frame: dict[Any, Any], ctx: _Context) -> object:
-    """A filter's result, with an error or a non-bool kept as a _Failure value."""
-    try:
-        value = ctx.run(program, frame)
-    except CELError as e:
-        return _Failure(e)
-    if type(value) is not bool:
-        return _Failure(CELEvalError(f"a filter must yield a bool, got {type_name(value)}"))
-    return value
-
-
-def _message(policy: str, rule: CompiledFilter, frame: dict[Any, Any], ctx: _Context) -> str:
+def _message(policy: str, rule: CompiledFilter, frame: dict[Any, Any] | None, ctx: _Context) -> str:
     """messageExpression, else message, else `<policy>/<rule>`."""
-    if rule.message is not None:
+    if rule.message is not None and frame is not None:
         try:
             text = ctx.run(rule.message.program, frame)
             if isinstance(text, str) and text:
@@ -338,61 +478,51 @@ def _message(policy: str, rule: CompiledFilter, frame: dict[Any, Any], ctx: _Con
 
 
 def _score(
-    applied: list[CompiledPolicy],
-    scored: list[tuple[NodeVerdict, dict[Any, Any]]],
-    declared: dict[str, dict[str, CompiledExpression]],
-    shared: dict[str, _Variables],
-    ctx: _Context,
+    request: _Request, applied: list[CompiledPolicy], states: list[_Node], detail: bool
 ) -> None:
-    totals = [0.0] * len(scored)
+    """Every node's final score; with `detail`, each rule's value and score too."""
+    ctx = request.ctx
+    totals = [0.0] * len(states)
     weights = 0
+    details: list[list[RuleScore]] = [[] for _ in states] if detail else []
     for policy in applied:
-        if not policy.scores:
-            continue
-        per_node_variables = [
-            _Variables(declared[policy.name], frame, shared[policy.name], ctx)
-            for _, frame in scored
-        ]
         for rule in policy.scores:
             spec = rule.rule
             raw: list[float | None] = []
             errors: list[str | None] = []
-            pod_value: object = _UNSET
-            for (_verdict, frame), variables in zip(scored, per_node_variables, strict=True):
-                frame["variables"] = variables
-                try:
-                    if rule.compiled.pod_only:
-                        if pod_value is _UNSET:
-                            pod_value = ctx.run(rule.compiled.program, frame)
-                        value = pod_value
-                    else:
-                        value = ctx.run(rule.compiled.program, frame)
-                    raw.append(_number(value))
-                    errors.append(None)
-                except (CELError, TypeError) as e:
+            for value in _values(request, policy.name, rule.compiled, states):
+                number = _number(value)
+                raw.append(number)
+                if number is None:
                     ctx.errors += 1
-                    raw.append(None)
-                    errors.append(getattr(e, "message", str(e)))
+                    errors.append(_why_not_a_number(value))
+                    request.score_errors[policy.name, spec.name] += 1
+                elif detail:
+                    errors.append(None)
             normalized = _normalize(raw, spec.normalize)
             audit = spec.mode == "Audit"
-            for i, (verdict, _frame) in enumerate(scored):
-                verdict.scores.append(
-                    RuleScore(
-                        policy.name,
-                        spec.name,
-                        spec.weight,
-                        raw[i],
-                        normalized[i],
-                        audit=audit,
-                        error=errors[i],
-                    )
-                )
-                if not audit:
-                    totals[i] += spec.weight * normalized[i]
             if not audit:
-                weights += spec.weight
-    for i, (verdict, _frame) in enumerate(scored):
-        verdict.score = final_score(totals[i], weights)
+                weight = spec.weight
+                weights += weight
+                for i, score in enumerate(normalized):
+                    totals[i] += weight * score
+            if detail:
+                for i, node_details in enumerate(details):
+                    node_details.append(
+                        RuleScore(
+                            policy.name,
+                            spec.name,
+                            spec.weight,
+                            raw[i],
+                            normalized[i],
+                            audit,
+                            errors[i],
+                        )
+                    )
+    for i, state in enumerate(states):
+        state.verdict.score = final_score(totals[i], weights)
+        if detail:
+            state.verdict.scores = details[i]
 
 
 def final_score(weighted_sum: float, weights: int) -> int:
@@ -402,13 +532,22 @@ def final_score(weighted_sum: float, weights: int) -> int:
     return max(0, min(MAX_SCORE, math.floor(weighted_sum / weights + 0.5)))
 
 
-def _number(value: object) -> float:
-    if type(value) in (int, float) or (isinstance(value, int) and type(value) is not bool):
-        number = float(value)  # type: ignore[arg-type]
-        if math.isnan(number):
-            raise TypeError("a score must not be NaN")
-        return number
-    raise TypeError(f"a score must be a number, got {type_name(value)}")
+def _number(value: object) -> float | None:
+    """A score as a float; None when the rule failed or did not yield a number."""
+    t = type(value)
+    if t is float:
+        return None if math.isnan(value) else value  # type: ignore[arg-type, return-value]
+    if t is int or t is UInt:
+        return float(value)  # type: ignore[arg-type]
+    return None
+
+
+def _why_not_a_number(value: object) -> str:
+    if isinstance(value, _Failure):
+        return value.error.message
+    if type(value) is float:
+        return "a score must not be NaN"
+    return f"a score must be a number, got {type_name(value)}"
 
 
 def _normalize(raw: list[float | None], mode: str) -> list[float]:

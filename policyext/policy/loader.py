@@ -7,11 +7,12 @@ expression can be reported at its line and column in the file.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import yaml
 
@@ -20,23 +21,42 @@ from policyext.policy.model import Expression, Issue, Location
 PathKey = tuple[str | int, ...]
 
 
-class KubeYAMLLoader(yaml.SafeLoader):
-    """YAML read as Kubernetes reads it (YAML to JSON): an unquoted timestamp such as
-    `2026-03-14T12:00:00Z` stays a string instead of becoming a datetime."""
-
-
-KubeYAMLLoader.yaml_implicit_resolvers = {
+_NO_TIMESTAMPS: Final = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
 
+class KubeYAMLLoader(yaml.SafeLoader):
+    """YAML read as Kubernetes reads it (YAML to JSON): an unquoted timestamp such as
+    `2026-03-14T12:00:00Z` stays a string instead of becoming a datetime."""
+
+    yaml_implicit_resolvers = _NO_TIMESTAMPS
+
+
+# libyaml's parser, when PyYAML was built with it: snapshots of thousands of nodes
+_FastBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class FastKubeYAMLLoader(_FastBase):  # type: ignore[misc]
+    """KubeYAMLLoader on libyaml, for large files where positions are not needed."""
+
+    yaml_implicit_resolvers = _NO_TIMESTAMPS
+
+
 def load_yaml(text: str) -> object:
-    return yaml.load(text, Loader=KubeYAMLLoader)
+    return yaml.load(text, Loader=FastKubeYAMLLoader)
 
 
 def load_yaml_all(text: str) -> list[object]:
-    return list(yaml.load_all(text, Loader=KubeYAMLLoader))
+    """Every document; JSON (the common form of big snapshots) is read as JSON."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return [json.loads(stripped)]
+        except ValueError:
+            pass  # YAML flow style, not JSON
+    return list(yaml.load_all(text, Loader=FastKubeYAMLLoader))
 
 
 POLICY_SUFFIXES: Final = (".yaml", ".yml", ".json")

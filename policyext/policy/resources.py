@@ -104,7 +104,10 @@ class NodeInfo(dict[str, object]):
     """What a policy reads as `nodeInfo`. Without a pod source, reading `requested`, `free`,
     `podCount` or `pods` is an evaluation error that says so (never a silent zero)."""
 
-    __slots__ = ()
+    # changes whenever the pods counted on the node change (live caches); cached rule
+    # results that read nodeInfo are keyed by it
+    __slots__ = ("generation",)
+    generation: int
     cel_type_name: ClassVar[str] = "map"
     POD_FIELDS: ClassVar[frozenset[str]] = frozenset(("requested", "free", "podCount", "pods"))
 
@@ -126,9 +129,11 @@ def build_node_info(
     allocatable: Resources,
     requested: Resources | None,
     pods: list[dict[str, object]] | None,
+    generation: int = 0,
 ) -> NodeInfo:
     """`requested` and `pods` are None when no pod source is known."""
     info = NodeInfo(allocatable=allocatable)
+    info.generation = generation
     if requested is None or pods is None:
         return info
     requested = dict(requested)

@@ -19,9 +19,11 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from policyext.cel import Timestamp
+from policyext.policy.compile import PolicySet
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import NodeSource
 from policyext.server import verbs, wire
+from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -64,7 +66,7 @@ def create_app(
     metrics = metrics or Metrics()
     app = Flask("policyext")
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
-    prefix = options.url_prefix.rstrip("/")
+    prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
 
     def body() -> dict[str, Any]:
         mimetype = request.mimetype
@@ -84,20 +86,31 @@ def create_app(
     def now() -> Timestamp:
         return Timestamp(clock())
 
+    def extender_args(policies: PolicySet) -> wire.ExtenderArgs:
+        if request.mimetype and request.mimetype != "application/json":
+            raise _Unsupported(request.mimetype)
+        data = request.get_data(cache=False)
+        fast = decode_fast(data, policies.node_fields)
+        return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
+
+    # each request takes the current policy set once: it sees exactly one version
     @app.post(f"{prefix}/filter")
     def filter_view() -> Response:
-        args = wire.parse_extender_args(body())
-        return timed("filter", lambda: verbs.run_filter(store.current, source, args, now()))
+        policies = store.current
+        args = extender_args(policies)
+        return timed("filter", lambda: verbs.run_filter(policies, source, args, now()))
 
     @app.post(f"{prefix}/prioritize")
     def prioritize_view() -> Response:
-        args = wire.parse_extender_args(body())
-        return timed("prioritize", lambda: verbs.run_prioritize(store.current, source, args, now()))
+        policies = store.current
+        args = extender_args(policies)
+        return timed("prioritize", lambda: verbs.run_prioritize(policies, source, args, now()))
 
     @app.post(f"{prefix}/preempt")
     def preempt_view() -> Response:
         args = wire.parse_preemption_args(body())
-        return timed("preempt", lambda: verbs.run_preempt(store.current, source, args, now()))
+        policies = store.current
+        return timed("preempt", lambda: verbs.run_preempt(policies, source, args, now()))
 
     @app.post(f"{prefix}/bind")
     def bind_view() -> Response:
@@ -188,7 +201,7 @@ def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, secon
         return
     ev = result.evaluation
     record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
-    record["policyVersion"] = store.current.version
+    record["policyVersion"] = ev.version if ev is not None else store.current.version
     record["pod"] = result.pod
     if ev is not None:
         record["feasible"] = sum(v.feasible for v in ev.nodes)

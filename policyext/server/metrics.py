@@ -8,6 +8,7 @@ fork) writes them to files that /metrics aggregates, so every scrape sees the wh
 from __future__ import annotations
 
 import os
+from collections import Counter as Counter_
 from typing import Final
 
 from prometheus_client import (
@@ -128,18 +129,26 @@ class Metrics:
         self.evaluations.inc(ev.evaluations)
         if ev.errors:
             self.errors.inc(ev.errors)
+        # counted per rule first: a label lookup per node would cost more than the request
+        rejections: Counter_[tuple[str, str]] = Counter_()
+        audits: Counter_[tuple[str, str]] = Counter_()
+        errors: Counter_[tuple[str, str]] = Counter_()
         for v in ev.nodes:
             for r in v.rejections:
-                self.rejections.labels(r.policy, r.rule).inc()
+                rejections[r.policy, r.rule] += 1
                 if r.error is not None:
-                    self.rule_errors.labels(r.policy, r.rule).inc()
+                    errors[r.policy, r.rule] += 1
             for r in v.audits:
-                self.audit_rejections.labels(r.policy, r.rule).inc()
+                audits[r.policy, r.rule] += 1
             for r in v.skipped:
-                self.rule_errors.labels(r.policy, r.rule).inc()
-            for s in v.scores:
-                if s.error is not None:
-                    self.rule_errors.labels(s.policy, s.rule).inc()
+                errors[r.policy, r.rule] += 1
+        errors.update(ev.score_errors)
+        for (policy, rule), n in rejections.items():
+            self.rejections.labels(policy, rule).inc(n)
+        for (policy, rule), n in audits.items():
+            self.audit_rejections.labels(policy, rule).inc(n)
+        for (policy, rule), n in errors.items():
+            self.rule_errors.labels(policy, rule).inc(n)
 
     def render(self) -> tuple[bytes, str]:
         if self.multiprocess:

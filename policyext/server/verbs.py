@@ -89,12 +89,13 @@ def run_filter(
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
     nodes, unknown = _resolve(args, source)
-    ev = evaluate(policies, args.pod, nodes, source, now, scores=False)
+    ev = evaluate(policies, args.pod, nodes, source, now, scores=False, cache_nodes=names_mode)
     failed: dict[str, str] = dict(unknown)
     unresolvable: dict[str, str] = {}
     feasible_names: list[str] = []
     feasible_nodes: list[Any] = []
-    for node, verdict in zip(nodes, ev.nodes, strict=True):
+    originals = args.raw_nodes if args.raw_nodes is not None else nodes
+    for node, verdict in zip(originals, ev.nodes, strict=True):
         if verdict.feasible:
             feasible_names.append(verdict.name)
             feasible_nodes.append(node)
@@ -127,7 +128,10 @@ def run_prioritize(
         body = wire.priority_list([(n, 0) for n in names])
         return VerbResult(body, None, len(names), pod=pod_id(args.pod))
     nodes, _unknown = _resolve(args, source)
-    ev = evaluate(policies, args.pod, nodes, source, now, filters=False)
+    cache = args.nodes is None
+    ev = evaluate(
+        policies, args.pod, nodes, source, now, filters=False, cache_nodes=cache, detail=False
+    )
     scores = {v.name: v.score or 0 for v in ev.nodes}
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
@@ -140,7 +144,7 @@ def run_explain(
     if problem:
         raise wire.WireError(problem)
     nodes, unknown = _resolve(args, source)
-    return evaluate(policies, args.pod, nodes, source, now), unknown
+    return evaluate(policies, args.pod, nodes, source, now, cache_nodes=args.nodes is None), unknown
 
 
 class _VictimFreeSource:

@@ -68,6 +68,9 @@ class ExtenderArgs:
     pod: Json
     nodes: list[Json] | None
     node_names: list[str] | None
+    # the nodes' original bytes, when the fast decoder kept them: feasible nodes are
+    # answered with exactly what the scheduler sent
+    raw_nodes: list[bytes] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -183,14 +186,28 @@ def parse_preemption_args(body: Json) -> PreemptionArgs:
 
 # -- replies --------------------------------------------------------------------------------
 def filter_result(
-    feasible_nodes: list[Json] | None,
+    feasible_nodes: list[Json] | list[bytes] | None,
     feasible_names: list[str] | None,
     failed: Mapping[str, str],
     unresolvable: Mapping[str, str],
     error: str = "",
 ) -> bytes:
-    """ExtenderFilterResult. In NodeNames mode `Nodes` is null; in Nodes mode `NodeNames`."""
-    nodes = None if feasible_nodes is None else {"metadata": {}, "items": feasible_nodes}
+    """ExtenderFilterResult. In NodeNames mode `Nodes` is null; in Nodes mode `NodeNames`.
+    Nodes given as bytes are copied into the reply as they are."""
+    if feasible_nodes and isinstance(feasible_nodes[0], bytes):
+        rest = orjson.dumps(
+            {
+                "NodeNames": feasible_names,
+                "FailedNodes": dict(failed),
+                "FailedAndUnresolvableNodes": dict(unresolvable),
+                "Error": error,
+            }
+        )
+        items = b",".join(feasible_nodes)
+        return b'{"Nodes":{"metadata":{},"items":[' + items + b"]}," + rest[1:]
+    nodes: Json | None = None
+    if feasible_nodes is not None:
+        nodes = {"metadata": {}, "items": feasible_nodes}
     return orjson.dumps(
         {
             "Nodes": nodes,

@@ -89,7 +89,7 @@ def test_an_audit_filter_records_would_be_rejections_but_never_rejects() -> None
     result = run(policies(filter_policy(rule)), pod(), NODES)
     assert len(result.feasible()) == 3
     assert [r.rule_id for r in result.nodes[0].audits] == ["p/no-spot"]
-    assert result.nodes[1].audits == []
+    assert not result.nodes[1].audits
 
 
 def test_an_unresolvable_filter_marks_the_nodes_it_rejects_unresolvable() -> None:
@@ -194,8 +194,9 @@ filters:
 def test_variables_are_evaluated_lazily_once_per_node_and_pod_only_ones_once_per_request() -> None:
     result = run(policies(policy("v", VARIABLES)), pod(), NODES)
     assert len(result.feasible()) == 3
-    # per node: 2 filters + `size` once; `team` once for the request; `unused` never
-    assert result.evaluations == 3 * (2 + 1) + 1
+    # per node: each filter's node side and `size` once; per request: each filter's pod side
+    # (`variables.team != ''`) and `team` once; `unused` never
+    assert result.evaluations == 3 * (2 + 1) + 2 + 1
 
 
 def test_a_variable_that_fails_fails_each_rule_that_reads_it() -> None:
@@ -277,5 +278,70 @@ def test_an_ignored_error_in_an_audit_rule_is_skipped_not_shown_as_a_would_be_re
     rule = "{name: broken, mode: Audit, failurePolicy: Ignore, expression: 'node.metadata.labels.absent == \"x\"'}"
     result = run(policies(filter_policy(rule)), pod(), NODES[:1])
     verdict = result.nodes[0]
-    assert verdict.audits == []
+    assert not verdict.audits
     assert [r.rule_id for r in verdict.skipped] == ["p/broken"]
+
+
+MIXED = filter_policy(
+    "{name: no-spot, expression: \"pod.metadata.labels.?critical.orValue('') != 'true'"
+    " || node.metadata.labels.?lifecycle.orValue('') != 'spot'\"}"
+)
+
+
+def cached_run(policy_set: object, the_pod: dict[str, object], source: SnapshotSource) -> object:
+    from policyext.policy.engine import evaluate
+    from tests.policy.helpers import NOW
+
+    return evaluate(policy_set, the_pod, list(source.nodes.values()), source, NOW, cache_nodes=True)  # type: ignore[arg-type]
+
+
+def snapshot_of(nodes: list[dict[str, object]]) -> SnapshotSource:
+    return SnapshotSource([{"kind": "Node", **n} for n in nodes])
+
+
+def test_a_node_result_is_cached_per_pod_side_value_and_node_version() -> None:
+    policy_set = policies(MIXED)
+    source = snapshot_of(NODES)
+    critical = pod(labels={"critical": "true"})
+    first = cached_run(policy_set, critical, source)
+    again = cached_run(policy_set, critical, source)
+    relaxed = cached_run(policy_set, pod(labels={}), source)
+    assert [v.name for v in first.feasible()] == ["medium", "large"]  # type: ignore[attr-defined]
+    assert [v.name for v in again.feasible()] == ["medium", "large"]  # type: ignore[attr-defined]
+    assert first.evaluations == 1 + 3  # type: ignore[attr-defined]  # the pod side, each node
+    assert again.evaluations == 1  # type: ignore[attr-defined]  # the pod side only
+    # another value of the pod side is another cache entry, not the critical pod's answer
+    assert len(relaxed.feasible()) == 3  # type: ignore[attr-defined]
+
+
+def test_a_node_with_a_new_resource_version_is_evaluated_again() -> None:
+    policy_set = policies(MIXED)
+    critical = pod(labels={"critical": "true"})
+    cached_run(policy_set, critical, snapshot_of(NODES))
+    changed = [dict(n) for n in NODES]
+    changed[0] = node("small", labels={"size": "s", "lifecycle": "on-demand"}, cpu="2")
+    changed[0]["metadata"]["resourceVersion"] = "2"  # type: ignore[index]
+    result = cached_run(policy_set, critical, snapshot_of(changed))
+    assert [v.name for v in result.feasible()] == ["small", "medium", "large"]  # type: ignore[attr-defined]
+
+
+def test_a_pod_side_part_that_errors_falls_back_to_evaluating_the_whole_rule() -> None:
+    text = filter_policy(
+        "{name: r, expression: \"pod.metadata.labels.missing == 'x' || node.metadata.labels.size == 'l'\"}"
+    )
+    result = cached_run(policies(text), pod(labels={}), snapshot_of(NODES))
+    # the error on the pod side is absorbed by `||` where the node side is true
+    assert [v.name for v in result.feasible()] == ["large"]  # type: ignore[attr-defined]
+    assert "no such key: missing" in (result.nodes[0].rejections[0].error or "")  # type: ignore[attr-defined]
+
+
+def test_node_info_results_are_cached_per_node_information_generation() -> None:
+    text = filter_policy(
+        '{name: cpu, expression: "nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0"}'
+    )
+    policy_set = policies(text)
+    source = snapshot_of(NODES)
+    small_pod = cached_run(policy_set, pod(cpu="1"), source)
+    big_pod = cached_run(policy_set, pod(cpu="10"), source)
+    assert len(small_pod.feasible()) == 3  # type: ignore[attr-defined]
+    assert [v.name for v in big_pod.feasible()] == ["large"]  # type: ignore[attr-defined]

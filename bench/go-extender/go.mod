@@ -1,0 +1,3 @@
+module policyext.io/bench/goextender
+
+go 1.22

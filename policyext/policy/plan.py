@@ -1,0 +1,92 @@
+"""How the engine evaluates one expression over many nodes for one pod, cheaply.
+
+An expression that reads the pod and the node is split (`policyext.cel.partial`) into
+pod-side parts, evaluated once per request, and a residual evaluated per node with the
+parts' values as constants. When the residual reads nothing but the node, its node
+information and those constants, its result for a node is a pure function of (the parts'
+values, the node's version): it is cached, so a burst of similar pods costs a dictionary
+lookup per node instead of an evaluation.
+
+The cache belongs to the compiled expression, so a policy reload starts with an empty one;
+node versions come from the node source (resourceVersion, and the node information's
+generation when the residual reads `nodeInfo`), so an updated node is never served a stale
+result.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from policyext import cel
+from policyext.cel.parser import parse
+from policyext.cel.partial import placeholder, reads, split
+from policyext.policy.model import Expression
+
+# node results kept per set of part values; a new set beyond these drops the oldest
+MAX_PARAMETER_SETS: Final = 256
+# results kept per set of part values (nodes x versions); past this it starts over
+MAX_NODE_RESULTS: Final = 50_000
+NODE_INPUTS: Final = frozenset(("node", "nodeInfo"))
+
+
+@dataclass
+class ResultCache:
+    """Per-node results of a residual, by the values of the pod-side parts."""
+
+    by_params: dict[tuple[Hashable, ...], dict[Hashable, object]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def results(self, params: tuple[Hashable, ...]) -> dict[Hashable, object]:
+        table = self.by_params.get(params)
+        if table is None or len(table) > MAX_NODE_RESULTS:
+            with self.lock:
+                if len(self.by_params) >= MAX_PARAMETER_SETS:
+                    self.by_params.pop(next(iter(self.by_params)))
+                table = self.by_params[params] = {}
+        return table
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`parts` are evaluated once per request; `residual` per node, reading the parts'
+    values as `@p0`, `@p1`...; `cacheable`: the residual's per-node results may be cached."""
+
+    parts: tuple[cel.Program, ...]
+    residual: cel.Program
+    cacheable: bool
+    reads_node_info: bool
+    cache: ResultCache = field(default_factory=ResultCache, compare=False)
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        return tuple(placeholder(i) for i in range(len(self.parts)))
+
+
+def make_plan(
+    expr: Expression,
+    program: cel.Program,
+    declarations: Mapping[str, str],
+    known: Callable[[str], bool],
+    limits: cel.Limits | None,
+) -> Plan | None:
+    """The plan of an expression that reads the node; None when it only reads the pod (the
+    caller evaluates it once per request) or when nothing would be gained."""
+    tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
+    pieces = split(tree, known)
+    if pieces is None:
+        whole = reads(tree)
+        if not whole <= NODE_INPUTS:
+            return None  # reads variables or other node-dependent inputs: no cache
+        return Plan((), program, True, "nodeInfo" in whole)
+    parts = tuple(
+        cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
+    )
+    residual_declarations = dict(declarations)
+    residual_declarations.update(dict.fromkeys(pieces.placeholders, "dyn"))
+    residual = cel.compile_tree(pieces.residual, expr.source, residual_declarations, limits=limits)
+    residual_reads = reads(pieces.residual)
+    cacheable = residual_reads <= NODE_INPUTS | set(pieces.placeholders)
+    return Plan(parts, residual, cacheable, "nodeInfo" in residual_reads)
