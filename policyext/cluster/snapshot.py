@@ -94,6 +94,10 @@ class SnapshotSource:
     def has_pods(self) -> bool:
         return True
 
+    @property
+    def static_node_info(self) -> bool:
+        return True
+
     def ready(self) -> bool:
         return True
 

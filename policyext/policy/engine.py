@@ -4,6 +4,11 @@
 filter, prioritize, preempt, /explain, `simulate` and `test` all call `evaluate`, so what
 they report can never disagree. Evaluation errors are values: each rule's failurePolicy
 decides what an error means for the node.
+
+A rule is evaluated once per request when it reads only the pod; per node otherwise, with
+its pod-side parts evaluated once (plan.py). When the nodes come from a node source, the
+per-node results of a plan are cached by node version, and a filter pass is then a few set
+operations: only the nodes a rule does not accept are visited.
 """
 
 from __future__ import annotations
@@ -12,336 +17,38 @@ import math
 import time
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from policyext.cel import CELError, Program, Timestamp
-from policyext.cel.program import COST, DEFAULT_LIMITS
+from policyext.cel import Timestamp
+from policyext.cel.program import DEFAULT_LIMITS
 from policyext.cel.values import UInt, type_name
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
-from policyext.policy.match import PolicyMatch, policy_applies
-from policyext.policy.plan import Plan
-from policyext.policy.resources import (
-    NodeInfo,
-    NodeSource,
-    build_node_info,
-    node_allocatable,
-    pod_requests,
+from policyext.policy.frames import (
+    MISS,
+    Counters,
+    Failure,
+    NodeFrame,
+    Request,
+    node_key,
+    node_name,
 )
+from policyext.policy.match import PolicyMatch, policy_applies
+from policyext.policy.plan import Plan, Results
+from policyext.policy.resources import NodeSource
+from policyext.policy.verdicts import Evaluation, NodeVerdict, Rejection, RuleScore
 
 MAX_SCORE: Final = 10
 Json = Mapping[str, Any]
 
-
-class Rejection(NamedTuple):
-    """A filter that rejected a node (or, in Audit mode, would have)."""
-
-    policy: str
-    rule: str
-    message: str
-    audit: bool = False
-    unresolvable: bool = False
-    error: str | None = None  # set when the rule failed to evaluate
-
-    @property
-    def rule_id(self) -> str:
-        return f"{self.policy}/{self.rule}"
-
-
-class RuleScore(NamedTuple):
-    policy: str
-    rule: str
-    weight: int
-    value: float | None  # what the expression yielded (None: it failed)
-    score: float  # normalised to 0..10
-    audit: bool = False
-    error: str | None = None
-
-
-class NodeVerdict:
-    """What the policies decided for one node. The lists start as a shared empty tuple and
-    become lists when something is added: most nodes of a request need none."""
-
-    __slots__ = (
-        "audits",
-        "feasible",
-        "name",
-        "rejections",
-        "score",
-        "scores",
-        "skipped",
-        "unresolvable",
-    )
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.feasible = True
-        self.unresolvable = False
-        self.rejections: Sequence[Rejection] = ()  # Enforce rejections
-        self.audits: Sequence[Rejection] = ()  # Audit would-rejects
-        self.skipped: Sequence[Rejection] = ()  # errors ignored (Ignore)
-        self.scores: Sequence[RuleScore] = ()  # per rule, when scored with detail
-        self.score: int | None = None  # the final 0..10 score, when scored
-
-    def __repr__(self) -> str:
-        state = "feasible" if self.feasible else f"rejected by {len(self.rejections)}"
-        return f"NodeVerdict({self.name!r}, {state}, score={self.score})"
-
-    def message(self) -> str:
-        """The first rejection's message: what the scheduler reports for this node."""
-        return self.rejections[0].message if self.rejections else ""
-
-
-@dataclass(slots=True)
-class Evaluation:
-    version: str
-    matches: list[PolicyMatch]
-    nodes: list[NodeVerdict]
-    evaluations: int = 0  # CEL evaluations performed
-    errors: int = 0  # evaluation errors (all kinds)
-    # score rules that failed, by (policy, rule): counted even without per-rule detail
-    score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def applied(self) -> list[str]:
-        return [m.policy for m in self.matches if m.applies]
-
-    def feasible(self) -> list[NodeVerdict]:
-        return [v for v in self.nodes if v.feasible]
-
-    def best(self) -> NodeVerdict | None:
-        """The feasible node with the highest final score (the first of equals)."""
-        best: NodeVerdict | None = None
-        for v in self.nodes:
-            if v.feasible and v.score is not None and (best is None or v.score > best.score):  # type: ignore[operator]
-                best = v
-        return best
-
-
-class _Variables(dict[str, object]):
-    """`variables` of one policy for one (pod, node): evaluated on first use, at most once
-    (a failure too); variables that read only the pod come from the request-wide cache."""
-
-    __slots__ = ("_compiled", "_ctx", "_failures", "_frame", "_shared")
-    cel_type_name = "map"
-
-    def __init__(
-        self,
-        compiled: Mapping[str, CompiledExpression],
-        frame: dict[Any, Any],
-        shared: _Variables | None,
-        ctx: _Context,
-    ) -> None:
-        super().__init__()
-        self._compiled = compiled
-        self._frame = frame
-        self._shared = shared
-        self._ctx = ctx
-        self._failures: dict[str, CELError] = {}
-
-    def __missing__(self, name: str) -> object:
-        failure = self._failures.get(name)
-        if failure is not None:
-            raise failure
-        expr = self._compiled.get(name)
-        if expr is None:
-            raise KeyError(name)
-        try:
-            if expr.pod_only and self._shared is not None:
-                value = self._shared[name]
-            else:
-                value = self._ctx.run_cached(expr.program, self._frame)
-        except CELError as e:
-            self._failures[name] = e
-            raise
-        self[name] = value
-        return value
-
-
-def _pod_variables(
-    declared: dict[str, CompiledExpression], base: dict[Any, Any], ctx: _Context
-) -> _Variables:
-    """A policy's request-wide variables: evaluated in a frame of their own (no node), in
-    which `variables` are these same variables, so a pod-only variable may read another."""
-    frame = dict(base)
-    frame[COST] = [0, ctx.budget]
-    variables = _Variables(declared, frame, None, ctx)
-    frame["variables"] = variables
-    return variables
-
-
-class _Failure:
-    """A filter's evaluation error kept as a value (pod-only filters are cached)."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: CELError) -> None:
-        self.error = error
-
-
-@dataclass(slots=True)
-class _Context:
-    budget: int
-    evaluations: int = 0
-    errors: int = 0
-
-    def run(self, program: Program, frame: dict[Any, Any]) -> object:
-        """Evaluate in a frame shared by the rules of one node: the cost meter restarts."""
-        frame[COST][0] = 0
-        self.evaluations += 1
-        return program.run(frame)
-
-    def run_cached(self, program: Program, frame: dict[Any, Any]) -> object:
-        # a variable is evaluated in its own meter, so that its cost is not charged twice
-        saved = frame[COST]
-        frame[COST] = [0, self.budget]
-        try:
-            self.evaluations += 1
-            return program.run(frame)
-        finally:
-            frame[COST] = saved
-
-
-_MISS: Final = object()
-_UNUSABLE: Final = object()  # a plan whose pod-side parts failed for this pod
-
-
-class _Request:
-    """What one engine call shares across its nodes: the pod-side frame and values."""
-
-    def __init__(
-        self,
-        applied: list[CompiledPolicy],
-        pod: Json,
-        now: Timestamp,
-        source: NodeSource | None,
-        ctx: _Context,
-        cache_nodes: bool,
-    ) -> None:
-        self.ctx = ctx
-        self.source = source
-        self.cache_nodes = cache_nodes
-        self.base: dict[Any, Any] = {
-            "pod": pod,
-            "now": now,
-            "podRequests": pod_requests(pod) if applied else {},
-            "node": None,
-            "nodeInfo": None,
-            "variables": None,
-            COST: [0, ctx.budget],
-        }
-        self.declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
-        self.shared = {
-            p.name: _pod_variables(self.declared[p.name], self.base, ctx) for p in applied
-        }
-        self.pod_values: dict[int, object] = {}  # id(expression) -> value or _Failure
-        self.score_errors: Counter[tuple[str, str]] = Counter()
-        self.params: dict[int, object] = {}  # id(plan) -> tuple of part values or _UNUSABLE
-
-    def pod_value(self, policy: str, expr: CompiledExpression) -> object:
-        """A pod-only expression, once per request."""
-        value = self.pod_values.get(id(expr), _MISS)
-        if value is _MISS:
-            frame = self.shared[policy]._frame
-            value = self.pod_values[id(expr)] = _attempt(self.ctx, expr.program, frame)
-        return value
-
-    def plan_params(self, policy: str, plan: Plan) -> object:
-        """The values of a plan's pod-side parts, once per request (_UNUSABLE if one fails:
-        then the whole expression is evaluated per node, errors and all)."""
-        params = self.params.get(id(plan), _MISS)
-        if params is _MISS:
-            frame = self.shared[policy]._frame
-            values = tuple(_attempt(self.ctx, part, frame) for part in plan.parts)
-            failed = any(isinstance(v, _Failure) for v in values)
-            params = self.params[id(plan)] = _UNUSABLE if failed else values
-        return params
-
-
-def _values(
-    request: _Request, policy: str, expr: CompiledExpression, states: list[_Node]
-) -> list[object]:
-    """The expression's value (or a _Failure) for each node, by the cheapest way: once for
-    the request when it reads only the pod; from the cache of its plan when it may be; else
-    evaluated per node (with the pod-side parts evaluated once)."""
-    ctx = request.ctx
-    if expr.pod_only:
-        return [request.pod_value(policy, expr)] * len(states)
-    plan = expr.plan
-    params = _UNUSABLE if plan is None else request.plan_params(policy, plan)
-    if plan is None or not isinstance(params, tuple):
-        return [_attempt(ctx, expr.program, s.frame_for(policy)) for s in states]
-    table: dict[Hashable, object] | None = None
-    if plan.cacheable and request.cache_nodes and request.source is not None:
-        try:
-            table = plan.cache.results(params)
-        except TypeError:  # a part's value is a list or a map: not a cache key
-            table = None
-    if table is None:
-        return [s.residual(policy, plan, params) for s in states]
-    out: list[object] = []
-    with_info = plan.reads_node_info
-    for state in states:
-        key: Hashable = state.key
-        if with_info:
-            key = (key, state.node_info().generation)
-        value = table.get(key, _MISS)
-        if value is _MISS:
-            value = table[key] = state.residual(policy, plan, params)
-        out.append(value)
-    return out
-
-
-class _Node:
-    """One candidate node; its frame (the variables of CEL) is built only when a rule has
-    to be evaluated, which a cached plan often spares."""
-
-    __slots__ = ("frame", "info", "key", "node", "request", "variables_of", "verdict")
-
-    def __init__(self, request: _Request, node: Json) -> None:
-        self.request = request
-        self.node = node
-        self.verdict = NodeVerdict(_name(node))
-        self.frame: dict[Any, Any] | None = None
-        self.variables_of = ""
-        source = request.source
-        self.info: NodeInfo | None = None
-        self.key: Hashable | None = None
-        if request.cache_nodes and source is not None:
-            self.key = (self.verdict.name, _version(node))
-
-    def node_info(self) -> NodeInfo:
-        if self.info is None:
-            self.info = _node_info(self.node, self.request.source)
-        return self.info
-
-    def frame_for(self, policy: str) -> dict[Any, Any]:
-        frame = self.frame
-        request = self.request
-        if frame is None:
-            frame = self.frame = dict(request.base)
-            frame[COST] = [0, request.ctx.budget]
-            frame["node"] = self.node
-            frame["nodeInfo"] = self.node_info()
-        if self.variables_of != policy:
-            frame["variables"] = _Variables(
-                request.declared[policy], frame, request.shared[policy], request.ctx
-            )
-            self.variables_of = policy
-        return frame
-
-    def residual(self, policy: str, plan: Plan, params: tuple[object, ...]) -> object:
-        frame = self.frame_for(policy)
-        for name, param in zip(plan.placeholders, params, strict=True):
-            frame[name] = param
-        return _attempt(self.request.ctx, plan.residual, frame)
-
-
-def _attempt(ctx: _Context, program: Program, frame: dict[Any, Any]) -> object:
-    """A value, or the error as a _Failure value."""
-    try:
-        return ctx.run(program, frame)
-    except CELError as e:
-        return _Failure(e)
+__all__ = [
+    "Evaluation",
+    "NodeVerdict",
+    "PolicyMatch",
+    "Rejection",
+    "RuleScore",
+    "evaluate",
+    "final_score",
+]
 
 
 def evaluate(
@@ -360,75 +67,168 @@ def evaluate(
     """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
 
     `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
-    content) and rule results may be cached per node version. Without `detail` the verdicts
-    carry final scores but not each rule's (what the prioritize verb needs)."""
+    content) and rule results may be cached per node version. Without `detail` the result
+    carries final scores but not each rule's (what the prioritize verb needs)."""
     if now is None:
         now = Timestamp(time.time_ns())
-    ctx = _Context(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
+    counters = Counters(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
     matches: list[PolicyMatch] = []
     applied: list[CompiledPolicy] = []
     for policy in policy_set.policies:
         match = policy_applies(policy, pod, now)
         matches.append(match)
         if match.error is not None:
-            ctx.errors += 1
+            counters.errors += 1
         if match.applies:
             applied.append(policy)
-    request = _Request(applied, pod, now, source, ctx, cache_nodes)
-    states = [_Node(request, node) for node in nodes]
-    result = Evaluation(policy_set.version, matches, [s.verdict for s in states])
+    request = Request(applied, pod, now, source, counters)
+    run = _Run(request, nodes, cache_nodes and source is not None)
+    ev = Evaluation(policy_set.version, matches, [node_name(n) for n in nodes])
     if filters:
         for policy in applied:
-            _filter(request, policy, states)
+            for rule in policy.filters:
+                bad = _not_true(run, policy.name, rule.compiled)
+                if not bad:
+                    continue
+                plain = _plain_rejection(policy, rule)
+                for i in sorted(bad):
+                    outcome = bad[i]
+                    if outcome is False and plain is not None:  # the common case, shared
+                        verdict = _verdict(ev, i)
+                        verdict.rejections = [*verdict.rejections, plain]
+                        verdict.feasible = False
+                        verdict.unresolvable = verdict.unresolvable or plain.unresolvable
+                    else:
+                        _reject(run, ev, i, policy, rule, outcome)
     if scores:
-        scored = [s for s in states if s.verdict.feasible or not filters]
-        _score(request, applied, scored, detail)
-    result.score_errors = dict(request.score_errors)
-    result.evaluations = ctx.evaluations
-    result.errors += ctx.errors
-    return result
+        infeasible = {i for i, v in ev.verdicts.items() if not v.feasible}
+        indices = [i for i in range(len(nodes)) if i not in infeasible]
+        _score(run, ev, applied, indices, detail)
+    ev.evaluations = counters.evaluations
+    ev.errors += counters.errors
+    return ev
 
 
-def _name(node: Json) -> str:
-    return _metadata_field(node, "name")
+class _Run:
+    """The nodes of one call: their frames (made on demand) and cache keys."""
+
+    def __init__(self, request: Request, nodes: Sequence[Json], cache: bool) -> None:
+        self.request = request
+        self.nodes = nodes
+        self.frames: list[NodeFrame | None] = [None] * len(nodes)
+        self.keys: list[Hashable] | None = None
+        self._indexes: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
+        if cache:
+            keys = [node_key(n) for n in nodes]
+            if None not in keys and len(set(keys)) == len(keys):  # no duplicates
+                self.keys = keys
+
+    def frame(self, i: int) -> NodeFrame:
+        frame = self.frames[i]
+        if frame is None:
+            frame = self.frames[i] = NodeFrame(self.request, self.nodes[i])
+        return frame
+
+    def indexed_keys(self, with_info: bool) -> tuple[list[Hashable], dict[Hashable, int]]:
+        """The cache keys of the nodes, and their positions. A result that read nodeInfo is
+        also keyed by the node information's generation (it changes as pods come and go)."""
+        source = self.request.source
+        if with_info and source is not None and source.static_node_info:
+            with_info = False
+        entry = self._indexes.get(with_info)
+        if entry is None:
+            assert self.keys is not None
+            keys = self.keys
+            if with_info:
+                keys = [(k, self.frame(i).node_info().generation) for i, k in enumerate(keys)]
+            entry = self._indexes[with_info] = (keys, {k: i for i, k in enumerate(keys)})
+        return entry
+
+    def cached(self, plan: Plan | None, params: object) -> Results | None:
+        if self.keys is None or plan is None or not plan.cacheable:
+            return None
+        if not isinstance(params, tuple):
+            return None
+        try:
+            return plan.cache.results(params)
+        except TypeError:  # a part's value is a list or a map: not a cache key
+            return None
 
 
-def _version(node: Json) -> str:
-    return _metadata_field(node, "resourceVersion")
+def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, object]:
+    """The nodes for which the expression is not `true`, with what it was instead."""
+    request = run.request
+    count = len(run.nodes)
+    if expr.pod_only:
+        value = request.pod_value(policy, expr)
+        return {} if value is True else dict.fromkeys(range(count), value)
+    plan = expr.plan
+    params = None if plan is None else request.plan_params(policy, plan)
+    results = run.cached(plan, params)
+    if results is None:
+        out: dict[int, object] = {}
+        for i in range(count):
+            value = run.frame(i).evaluate(policy, expr, params)
+            if value is not True:
+                out[i] = value
+        return out
+    assert plan is not None
+    _, index_of = run.indexed_keys(plan.reads_node_info)
+    for key in index_of.keys() - results.values.keys():
+        results.store(key, run.frame(index_of[key]).evaluate(policy, expr, params))
+    not_true = results.not_true
+    return {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
 
 
-def _metadata_field(node: Json, key: str) -> str:
-    try:  # every node has metadata: the fast path
-        return str(node["metadata"][key])
-    except (KeyError, TypeError):
-        return ""
+def _values(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> list[object]:
+    """The expression's value (or a Failure) for each of the given nodes."""
+    request = run.request
+    if expr.pod_only:
+        return [request.pod_value(policy, expr)] * len(indices)
+    plan = expr.plan
+    params = None if plan is None else request.plan_params(policy, plan)
+    results = run.cached(plan, params)
+    if results is None:
+        return [run.frame(i).evaluate(policy, expr, params) for i in indices]
+    assert plan is not None
+    keys, _ = run.indexed_keys(plan.reads_node_info)
+    known = results.values
+    out = [known.get(keys[i], MISS) for i in indices]
+    for position, known_value in enumerate(out):
+        if known_value is MISS:
+            i = indices[position]
+            value = out[position] = run.frame(i).evaluate(policy, expr, params)
+            results.store(keys[i], value)
+    return out
 
 
-def _node_info(node: Json, source: NodeSource | None) -> NodeInfo:
-    if source is not None:
-        return source.node_info(node)
-    return build_node_info(node_allocatable(node), None, None)
+def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection | None:
+    """The rejection of an Enforce rule with a fixed message: the same for every node."""
+    spec = rule.rule
+    if spec.mode == "Audit" or rule.message is not None:
+        return None
+    message = spec.message or f"{policy.name}/{spec.name}"
+    return Rejection(policy.name, spec.name, message, False, spec.unresolvable)
 
 
-def _filter(request: _Request, policy: CompiledPolicy, states: list[_Node]) -> None:
-    ctx = request.ctx
-    for rule in policy.filters:
-        outcomes = _values(request, policy.name, rule.compiled, states)
-        for state, outcome in zip(states, outcomes, strict=True):
-            if outcome is not True:
-                _reject(policy, rule, state, outcome, ctx)
+def _verdict(ev: Evaluation, i: int) -> NodeVerdict:
+    verdict = ev.verdicts.get(i)
+    if verdict is None:
+        verdict = ev.verdicts[i] = NodeVerdict(ev.names[i])
+    return verdict
 
 
 def _reject(
-    policy: CompiledPolicy, rule: CompiledFilter, state: _Node, outcome: object, ctx: _Context
+    run: _Run, ev: Evaluation, i: int, policy: CompiledPolicy, rule: CompiledFilter, outcome: object
 ) -> None:
-    verdict = state.verdict
+    counters = run.request.counters
     spec = rule.rule
+    verdict = _verdict(ev, i)
     if outcome is False:
         error = None
     else:
-        ctx.errors += 1
-        if isinstance(outcome, _Failure):
+        counters.errors += 1
+        if isinstance(outcome, Failure):
             error = outcome.error.message
         else:
             error = f"a filter must yield a bool, got {type_name(outcome)}"
@@ -438,22 +238,16 @@ def _reject(
             policy.name,
             spec.name,
             f"{policy.name}/{spec.name} could not be evaluated",
-            audit=audit,
-            unresolvable=spec.unresolvable,
-            error=error,
+            audit,
+            spec.unresolvable,
+            error,
         )
         if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
             verdict.skipped = [*verdict.skipped, rejection]
             return
     else:
-        frame = state.frame_for(policy.name) if rule.message is not None else None
-        rejection = Rejection(
-            policy.name,
-            spec.name,
-            _message(policy.name, rule, frame, ctx),
-            audit=audit,
-            unresolvable=spec.unresolvable,
-        )
+        message = _message(run, i, policy.name, rule)
+        rejection = Rejection(policy.name, spec.name, message, audit, spec.unresolvable)
     if audit:
         verdict.audits = [*verdict.audits, rejection]
         return
@@ -463,66 +257,56 @@ def _reject(
         verdict.unresolvable = True
 
 
-def _message(policy: str, rule: CompiledFilter, frame: dict[Any, Any] | None, ctx: _Context) -> str:
+def _message(run: _Run, i: int, policy: str, rule: CompiledFilter) -> str:
     """messageExpression, else message, else `<policy>/<rule>`."""
-    if rule.message is not None and frame is not None:
-        try:
-            text = ctx.run(rule.message.program, frame)
-            if isinstance(text, str) and text:
-                return text
-        except CELError:
-            ctx.errors += 1
+    if rule.message is not None:
+        counters = run.request.counters
+        text = counters.attempt(rule.message.program, run.frame(i).frame_for(policy))
+        if isinstance(text, str) and text:
+            return text
+        counters.errors += 1
     if rule.rule.message:
         return rule.rule.message
     return f"{policy}/{rule.rule.name}"
 
 
 def _score(
-    request: _Request, applied: list[CompiledPolicy], states: list[_Node], detail: bool
+    run: _Run, ev: Evaluation, applied: list[CompiledPolicy], indices: list[int], detail: bool
 ) -> None:
-    """Every node's final score; with `detail`, each rule's value and score too."""
-    ctx = request.ctx
-    totals = [0.0] * len(states)
+    """Every scored node's final score; with `detail`, each rule's value and score too."""
+    counters = run.request.counters
+    totals = [0.0] * len(indices)
     weights = 0
-    details: list[list[RuleScore]] = [[] for _ in states] if detail else []
+    details: list[list[RuleScore]] = [[] for _ in indices] if detail else []
+    errors: Counter[tuple[str, str]] = Counter()
     for policy in applied:
         for rule in policy.scores:
             spec = rule.rule
-            raw: list[float | None] = []
-            errors: list[str | None] = []
-            for value in _values(request, policy.name, rule.compiled, states):
-                number = _number(value)
-                raw.append(number)
-                if number is None:
-                    ctx.errors += 1
-                    errors.append(_why_not_a_number(value))
-                    request.score_errors[policy.name, spec.name] += 1
-                elif detail:
-                    errors.append(None)
+            values = _values(run, policy.name, rule.compiled, indices)
+            raw = [_number(v) for v in values]
+            failed = sum(1 for n in raw if n is None)
+            if failed:
+                counters.errors += failed
+                errors[policy.name, spec.name] += failed
             normalized = _normalize(raw, spec.normalize)
             audit = spec.mode == "Audit"
             if not audit:
-                weight = spec.weight
-                weights += weight
-                for i, score in enumerate(normalized):
-                    totals[i] += weight * score
+                weights += spec.weight
+                totals = [t + spec.weight * s for t, s in zip(totals, normalized, strict=True)]
             if detail:
-                for i, node_details in enumerate(details):
+                for k, node_details in enumerate(details):
+                    why = None if raw[k] is not None else _why_not_a_number(values[k])
                     node_details.append(
                         RuleScore(
-                            policy.name,
-                            spec.name,
-                            spec.weight,
-                            raw[i],
-                            normalized[i],
-                            audit,
-                            errors[i],
+                            policy.name, spec.name, spec.weight, raw[k], normalized[k], audit, why
                         )
                     )
-    for i, state in enumerate(states):
-        state.verdict.score = final_score(totals[i], weights)
-        if detail:
-            state.verdict.scores = details[i]
+    ev.scored = indices
+    ev.scores = [final_score(t, weights) for t in totals]
+    ev.score_errors = dict(errors)
+    if detail:
+        for k, i in enumerate(indices):
+            _verdict(ev, i).scores = details[k]
 
 
 def final_score(weighted_sum: float, weights: int) -> int:
@@ -543,7 +327,7 @@ def _number(value: object) -> float | None:
 
 
 def _why_not_a_number(value: object) -> str:
-    if isinstance(value, _Failure):
+    if isinstance(value, Failure):
         return value.error.message
     if type(value) is float:
         return "a score must not be NaN"
@@ -560,5 +344,6 @@ def _normalize(raw: list[float | None], mode: str) -> list[float]:
         low, high = min(values), max(values)
         if high == low or math.isinf(high - low):
             return [0.0] * len(raw)
-        return [0.0 if v is None else (v - low) / (high - low) * MAX_SCORE for v in raw]
+        span = high - low
+        return [0.0 if v is None else (v - low) / span * MAX_SCORE for v in raw]
     return [0.0 if v is None else min(max(v, 0.0), float(MAX_SCORE)) for v in raw]

@@ -32,20 +32,40 @@ MAX_NODE_RESULTS: Final = 50_000
 NODE_INPUTS: Final = frozenset(("node", "nodeInfo"))
 
 
+class Results:
+    """A residual's results for one set of part values, by node key: all of them, and
+    apart the ones that are not `true` (what a filter pass looks at)."""
+
+    __slots__ = ("not_true", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[Hashable, object] = {}
+        self.not_true: dict[Hashable, object] = {}
+
+    def store(self, key: Hashable, value: object) -> None:
+        if len(self.values) >= MAX_NODE_RESULTS:  # nodes come and go: start over
+            self.values.clear()
+            self.not_true.clear()
+        self.values[key] = value
+        if value is not True:
+            self.not_true[key] = value
+
+
 @dataclass
 class ResultCache:
     """Per-node results of a residual, by the values of the pod-side parts."""
 
-    by_params: dict[tuple[Hashable, ...], dict[Hashable, object]] = field(default_factory=dict)
+    by_params: dict[tuple[Hashable, ...], Results] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def results(self, params: tuple[Hashable, ...]) -> dict[Hashable, object]:
+    def results(self, params: tuple[Hashable, ...]) -> Results:
+        """The results for these part values (TypeError when one is a list or a map)."""
         table = self.by_params.get(params)
-        if table is None or len(table) > MAX_NODE_RESULTS:
+        if table is None:
             with self.lock:
                 if len(self.by_params) >= MAX_PARAMETER_SETS:
                     self.by_params.pop(next(iter(self.by_params)))
-                table = self.by_params[params] = {}
+                table = self.by_params[params] = Results()
         return table
 
 

@@ -204,9 +204,10 @@ def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, secon
     record["policyVersion"] = ev.version if ev is not None else store.current.version
     record["pod"] = result.pod
     if ev is not None:
-        record["feasible"] = sum(v.feasible for v in ev.nodes)
+        infeasible = [v for v in ev.verdicts.values() if not v.feasible]
+        record["feasible"] = len(ev.names) - len(infeasible)
         rejections: dict[str, int] = {}
-        for v in ev.nodes:
+        for v in infeasible:
             for r in v.rejections:
                 rejections[r.rule_id] = rejections.get(r.rule_id, 0) + 1
         record["rejectedBy"] = rejections

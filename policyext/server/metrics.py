@@ -133,7 +133,7 @@ class Metrics:
         rejections: Counter_[tuple[str, str]] = Counter_()
         audits: Counter_[tuple[str, str]] = Counter_()
         errors: Counter_[tuple[str, str]] = Counter_()
-        for v in ev.nodes:
+        for v in ev.verdicts.values():
             for r in v.rejections:
                 rejections[r.policy, r.rule] += 1
                 if r.error is not None:

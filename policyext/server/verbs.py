@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
+from policyext.policy.engine import Evaluation, evaluate
 from policyext.policy.resources import (
     NodeInfo,
     NodeSource,
@@ -92,17 +92,20 @@ def run_filter(
     ev = evaluate(policies, args.pod, nodes, source, now, scores=False, cache_nodes=names_mode)
     failed: dict[str, str] = dict(unknown)
     unresolvable: dict[str, str] = {}
-    feasible_names: list[str] = []
-    feasible_nodes: list[Any] = []
-    originals = args.raw_nodes if args.raw_nodes is not None else nodes
-    for node, verdict in zip(originals, ev.nodes, strict=True):
+    infeasible: set[int] = set()
+    for i, verdict in sorted(ev.verdicts.items()):
         if verdict.feasible:
-            feasible_names.append(verdict.name)
-            feasible_nodes.append(node)
-        elif verdict.unresolvable:
-            unresolvable[verdict.name] = _unresolvable_message(verdict)
+            continue
+        infeasible.add(i)
+        if verdict.unresolvable:
+            unresolvable[verdict.name] = verdict.unresolvable_message()
         else:
             failed[verdict.name] = verdict.message()
+    feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
+    feasible_nodes: list[Any] = []
+    if not names_mode:
+        originals = args.raw_nodes if args.raw_nodes is not None else nodes
+        feasible_nodes = [n for i, n in enumerate(originals) if i not in infeasible]
     body = wire.filter_result(
         None if names_mode else feasible_nodes,
         feasible_names if names_mode else None,
@@ -110,13 +113,6 @@ def run_filter(
         unresolvable,
     )
     return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-
-
-def _unresolvable_message(verdict: NodeVerdict) -> str:
-    for r in verdict.rejections:
-        if r.unresolvable:
-            return r.message
-    return verdict.message()
 
 
 def run_prioritize(
@@ -132,7 +128,7 @@ def run_prioritize(
     ev = evaluate(
         policies, args.pod, nodes, source, now, filters=False, cache_nodes=cache, detail=False
     )
-    scores = {v.name: v.score or 0 for v in ev.nodes}
+    scores = ev.final_scores()
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
 
@@ -157,6 +153,10 @@ class _VictimFreeSource:
     @property
     def has_pods(self) -> bool:
         return self.base is not None and self.base.has_pods
+
+    @property
+    def static_node_info(self) -> bool:
+        return False  # the victims change it
 
     def get_node(self, name: str) -> Mapping[str, Any] | None:
         return self.base.get_node(name) if self.base is not None else None
@@ -190,5 +190,5 @@ def run_preempt(
         else:
             victims[name] = list(v.pods)
     ev = evaluate(policies, args.pod, nodes, _VictimFreeSource(source, victims), now, scores=False)
-    accepted = {v.name: args.victims[v.name] for v in ev.nodes if v.feasible}
+    accepted = {name: args.victims[name] for name in ev.feasible_names()}
     return VerbResult(wire.preemption_result(accepted), ev, len(args.victims))

@@ -1,0 +1,232 @@
+"""The state of one engine call: the frames CEL evaluates in, built only when needed.
+
+A request has one pod-side frame (pod, podRequests, now) per policy, in which pod-only
+rules, pod-only variables and the pod-side parts of split rules are evaluated once. A node
+gets its own frame (adding node, nodeInfo and its variables) only when some rule has to
+be evaluated for it: with cached plans, most nodes of a request never need one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from policyext.cel import CELError, Program, Timestamp
+from policyext.cel.program import COST
+from policyext.policy.compile import CompiledExpression, CompiledPolicy
+from policyext.policy.plan import Plan
+from policyext.policy.resources import (
+    NodeInfo,
+    NodeSource,
+    build_node_info,
+    node_allocatable,
+    pod_requests,
+)
+
+Json = Mapping[str, Any]
+MISS: Final = object()
+UNUSABLE: Final = object()  # a plan whose pod-side parts failed for this pod
+
+
+class Failure:
+    """An evaluation error kept as a value (errors are values in CEL)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CELError) -> None:
+        self.error = error
+
+
+@dataclass(slots=True)
+class Counters:
+    budget: int
+    evaluations: int = 0
+    errors: int = 0
+
+    def run(self, program: Program, frame: dict[Any, Any]) -> object:
+        """Evaluate in a frame shared by the rules of one node: the cost meter restarts."""
+        frame[COST][0] = 0
+        self.evaluations += 1
+        return program.run(frame)
+
+    def attempt(self, program: Program, frame: dict[Any, Any]) -> object:
+        """The value, or the error as a Failure value."""
+        frame[COST][0] = 0
+        self.evaluations += 1
+        try:
+            return program.run(frame)
+        except CELError as e:
+            return Failure(e)
+
+    def run_variable(self, program: Program, frame: dict[Any, Any]) -> object:
+        # a variable is evaluated in a meter of its own, so that its cost is not charged to
+        # the rule that happens to read it first
+        saved = frame[COST]
+        frame[COST] = [0, self.budget]
+        try:
+            self.evaluations += 1
+            return program.run(frame)
+        finally:
+            frame[COST] = saved
+
+
+class Variables(dict[str, object]):
+    """`variables` of one policy for one (pod, node): evaluated on first use, at most once
+    (a failure too); variables that read only the pod come from the request-wide set."""
+
+    __slots__ = ("_compiled", "_counters", "_failures", "_frame", "_shared")
+    cel_type_name = "map"
+
+    def __init__(
+        self,
+        compiled: Mapping[str, CompiledExpression],
+        frame: dict[Any, Any],
+        shared: Variables | None,
+        counters: Counters,
+    ) -> None:
+        super().__init__()
+        self._compiled = compiled
+        self._frame = frame
+        self._shared = shared
+        self._counters = counters
+        self._failures: dict[str, CELError] = {}
+
+    @property
+    def frame(self) -> dict[Any, Any]:
+        return self._frame
+
+    def __missing__(self, name: str) -> object:
+        failure = self._failures.get(name)
+        if failure is not None:
+            raise failure
+        expr = self._compiled.get(name)
+        if expr is None:
+            raise KeyError(name)
+        try:
+            if expr.pod_only and self._shared is not None:
+                value = self._shared[name]
+            else:
+                value = self._counters.run_variable(expr.program, self._frame)
+        except CELError as e:
+            self._failures[name] = e
+            raise
+        self[name] = value
+        return value
+
+
+class Request:
+    """What one engine call shares across its nodes."""
+
+    def __init__(
+        self,
+        applied: list[CompiledPolicy],
+        pod: Json,
+        now: Timestamp,
+        source: NodeSource | None,
+        counters: Counters,
+    ) -> None:
+        self.counters = counters
+        self.source = source
+        self.base: dict[Any, Any] = {
+            "pod": pod,
+            "now": now,
+            "podRequests": pod_requests(pod) if applied else {},
+            "node": None,
+            "nodeInfo": None,
+            "variables": None,
+            COST: [0, counters.budget],
+        }
+        self.declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
+        self.shared: dict[str, Variables] = {}
+        for p in applied:
+            frame = dict(self.base)
+            frame[COST] = [0, counters.budget]
+            variables = Variables(self.declared[p.name], frame, None, counters)
+            frame["variables"] = variables  # a pod-only variable may read another one
+            self.shared[p.name] = variables
+        self.pod_values: dict[int, object] = {}  # id(expression) -> value or Failure
+        self.params: dict[int, object] = {}  # id(plan) -> part values, or UNUSABLE
+
+    def pod_value(self, policy: str, expr: CompiledExpression) -> object:
+        """A pod-only expression, once per request."""
+        value = self.pod_values.get(id(expr), MISS)
+        if value is MISS:
+            frame = self.shared[policy].frame
+            value = self.pod_values[id(expr)] = self.counters.attempt(expr.program, frame)
+        return value
+
+    def plan_params(self, policy: str, plan: Plan) -> object:
+        """The values of a plan's pod-side parts, once per request; UNUSABLE when one fails
+        (then the whole expression is evaluated per node, errors and all)."""
+        params = self.params.get(id(plan), MISS)
+        if params is MISS:
+            frame = self.shared[policy].frame
+            values = tuple(self.counters.attempt(part, frame) for part in plan.parts)
+            failed = any(isinstance(v, Failure) for v in values)
+            params = self.params[id(plan)] = UNUSABLE if failed else values
+        return params
+
+
+class NodeFrame:
+    """One candidate node's frame, built on first use."""
+
+    __slots__ = ("frame", "info", "node", "request", "variables_of")
+
+    def __init__(self, request: Request, node: Json) -> None:
+        self.request = request
+        self.node = node
+        self.frame: dict[Any, Any] | None = None
+        self.variables_of = ""
+        self.info: NodeInfo | None = None
+
+    def node_info(self) -> NodeInfo:
+        if self.info is None:
+            source = self.request.source
+            if source is not None:
+                self.info = source.node_info(self.node)
+            else:
+                self.info = build_node_info(node_allocatable(self.node), None, None)
+        return self.info
+
+    def frame_for(self, policy: str) -> dict[Any, Any]:
+        frame = self.frame
+        request = self.request
+        if frame is None:
+            frame = self.frame = dict(request.base)
+            frame[COST] = [0, request.counters.budget]
+            frame["node"] = self.node
+            frame["nodeInfo"] = self.node_info()
+        if self.variables_of != policy:
+            frame["variables"] = Variables(
+                request.declared[policy], frame, request.shared[policy], request.counters
+            )
+            self.variables_of = policy
+        return frame
+
+    def evaluate(self, policy: str, expr: CompiledExpression, params: object) -> object:
+        """The expression for this node: the plan's residual with the part values, or the
+        whole expression when there is no usable plan."""
+        plan = expr.plan
+        frame = self.frame_for(policy)
+        if plan is None or not isinstance(params, tuple):
+            return self.request.counters.attempt(expr.program, frame)
+        for name, param in zip(plan.placeholders, params, strict=True):
+            frame[name] = param
+        return self.request.counters.attempt(plan.residual, frame)
+
+
+def node_key(node: Json) -> Hashable:
+    """A node's identity and version: (name, resourceVersion)."""
+    try:
+        meta = node["metadata"]
+        return (meta["name"], meta.get("resourceVersion", ""))
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def node_name(node: Json) -> str:
+    try:
+        return str(node["metadata"]["name"])
+    except (KeyError, TypeError):
+        return ""
