@@ -7,9 +7,12 @@ exit 0 on success, 1 when the input is invalid or a test fails, 2 for a usage er
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -128,13 +131,32 @@ def _positive(value: str, flag: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise SystemExit(f"error: {flag} must be a whole number, got {value!r}") from None
+        number = 0
     if number < 1:
-        raise SystemExit(f"error: {flag} must be at least 1, got {number}")
+        print(f"error: {flag} must be a whole number of at least 1, got {value!r}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
     return number
 
 
+def prepare_metrics_directory() -> None:
+    """Several workers share their metrics through files (prometheus_client's multiprocess
+    mode). An operator's directory is emptied (old counts would add up); without one, a
+    private directory is made and removed on exit."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+        return
+    made = tempfile.mkdtemp(prefix="policyext-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    atexit.register(shutil.rmtree, made, ignore_errors=True)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    workers = _positive(args.workers, "--workers")
+    if workers > 1:
+        # before prometheus_client is imported: it chooses its storage at import time
+        prepare_metrics_directory()
     from policyext.wsgi import Settings, serve  # noqa: PLC0415 - flask/gunicorn only to serve
 
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -145,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         rules=[p for p in str(args.rules).split(",") if p],
         bind=args.bind,
         snapshot=args.snapshot or None,
-        workers=_positive(args.workers, "--workers"),
+        workers=workers,
         threads=_positive(args.threads, "--threads"),
         url_prefix=args.url_prefix,
         log_level=args.log_level,

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import ssl
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +121,8 @@ class Server(BaseApplication):  # type: ignore[misc]
             "accesslog": None,
             "proc_name": "policyext",
             "limit_request_line": 8190,
+            # gunicorn's control socket is per user, shared by every server on the host
+            "control_socket_disable": True,
         }
         if s.tls_cert:
             config["certfile"] = s.tls_cert
@@ -143,8 +143,7 @@ def _child_exit(_server: object, worker: Any) -> None:
 
 
 def serve(settings: Settings) -> None:
-    """Run until stopped. Several workers share metrics through a temporary directory."""
-    if settings.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="policyext-metrics-")
+    """Run until stopped. With several workers, PROMETHEUS_MULTIPROC_DIR must be set before
+    this module is imported (the CLI does it)."""
     configure_logging(settings.log_level)
     Server(settings).run()

@@ -174,6 +174,7 @@ def compile_documents(
     compiler = _PolicyCompiler(issues, limits)
     compiled: list[CompiledPolicy] = []
     normalized: list[object] = []
+    policy_files: list[str] = []
     for doc in documents:
         kind = _kind(doc, issues)
         if kind == TEST_KIND:  # PolicyTests may live beside policies: checked, not served
@@ -185,6 +186,8 @@ def compile_documents(
             issues.extend(schema_issues)
             continue
         policy = compiler.policy(doc)
+        if doc.file not in policy_files:
+            policy_files.append(doc.file)
         if policy is not None:
             compiled.append(policy)
             normalized.append(cast(dict[str, Any], doc.data)["spec"] | {"name": policy.name})
@@ -198,7 +201,7 @@ def compile_documents(
     return PolicySet(
         tuple(compiled),
         digest[:12] if compiled else "empty",
-        tuple(sources),
+        tuple(f for f in sources if f in policy_files),  # the files that hold policies
         node_fields(compiled),
     )
 

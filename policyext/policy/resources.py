@@ -69,11 +69,11 @@ def pod_requests(pod: Mapping[str, Any]) -> Resources:
     if not isinstance(spec, Mapping):
         spec = {}
     total: Resources = {}
-    for container in spec.get("containers") or ():
+    for container in _list(spec.get("containers")):
         add_into(total, _container_requests(container))
     sidecars: Resources = {}
     init_peak: Resources = {}
-    for container in spec.get("initContainers") or ():
+    for container in _list(spec.get("initContainers")):
         needed = _container_requests(container)
         if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
             add_into(total, needed)
@@ -91,6 +91,11 @@ def pod_requests(pod: Mapping[str, Any]) -> Resources:
     for name in CORE_RESOURCES:
         total.setdefault(name, ZERO)
     return total
+
+
+def _list(value: object) -> list[Any]:
+    """A list field of a Kubernetes object; anything else (a hand-made request) is empty."""
+    return value if isinstance(value, list) else []
 
 
 def pod_is_active(pod: Mapping[str, Any]) -> bool:
@@ -168,10 +173,13 @@ def pod_summary(pod: Mapping[str, Any]) -> dict[str, object]:
     """What `nodeInfo.pods` shows of a pod: enough for spread and anti-affinity rules."""
     meta = pod.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
+    labels = meta.get("labels")
     return {
-        "namespace": meta.get("namespace", "default"),
-        "name": meta.get("name", ""),
-        "labels": dict(meta.get("labels") or {}),
+        "namespace": str(meta.get("namespace") or "default"),
+        "name": str(meta.get("name") or ""),
+        "labels": {str(k): str(v) for k, v in labels.items()}
+        if isinstance(labels, Mapping)
+        else {},
     }
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
@@ -68,11 +68,26 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
 
-    def body() -> dict[str, Any]:
+    def raw_body() -> bytes:
+        """The body, at most `max_body` bytes: Werkzeug checks Content-Length, but a chunked
+        body has none, so it is read with the limit here."""
         mimetype = request.mimetype
         if mimetype and mimetype != "application/json":
             raise _Unsupported(mimetype)
-        return wire.decode(request.get_data(cache=False))
+        if request.content_length is not None:
+            return request.get_data(cache=False)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= options.max_body:  # a stream read may return less than asked
+            chunk = request.stream.read(options.max_body + 1 - size)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        raise RequestEntityTooLarge()
+
+    def body() -> dict[str, Any]:
+        return wire.decode(raw_body())
 
     def timed(verb: str, run: Callable[[], verbs.VerbResult]) -> Response:
         started = time.perf_counter()
@@ -87,9 +102,7 @@ def create_app(
         return Timestamp(clock())
 
     def extender_args(policies: PolicySet) -> wire.ExtenderArgs:
-        if request.mimetype and request.mimetype != "application/json":
-            raise _Unsupported(request.mimetype)
-        data = request.get_data(cache=False)
+        data = raw_body()
         fast = decode_fast(data, policies.node_fields)
         return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
 
@@ -118,7 +131,7 @@ def create_app(
 
         def run() -> verbs.VerbResult:
             if binder is None:
-                message = "binding needs a Kubernetes API connection (--kubeconfig or in-cluster)"
+                message = "this extender has no connection to the Kubernetes API to bind with"
             else:
                 message = binder.bind(args)
             return verbs.VerbResult(wire.binding_result(message), None, 1, message)
@@ -171,7 +184,10 @@ def create_app(
             405: f"method {request.method} is not allowed here",
             413: f"the body is larger than the limit of {options.max_body} bytes",
         }
-        return _error(code, messages.get(code, e.description or e.name))
+        response = _error(code, messages.get(code, e.description or e.name))
+        if isinstance(e, MethodNotAllowed) and e.valid_methods:
+            response.headers["Allow"] = ", ".join(e.valid_methods)
+        return response
 
     @app.errorhandler(Exception)
     def internal_error(e: Exception) -> Response:
@@ -192,8 +208,13 @@ class _Unsupported(Exception):
 
 
 def _verb() -> str:
-    path = request.path.rstrip("/")
-    return path.rsplit("/", 1)[-1] or "root"
+    """The endpoint's name for metric labels: bounded, whatever paths clients try."""
+    rule = request.url_rule
+    if rule is not None:
+        return rule.rule.rstrip("/").rsplit("/", 1)[-1] or "root"
+    if isinstance(request.routing_exception, MethodNotAllowed):  # a known path, wrong method
+        return request.path.rstrip("/").rsplit("/", 1)[-1] or "root"
+    return "unknown"
 
 
 def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, seconds: float) -> None:
@@ -221,6 +242,7 @@ def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, secon
                 json.dumps(
                     {
                         "verb": verb,
+                        "pod": result.pod,
                         "node": v.name,
                         "feasible": v.feasible,
                         "score": v.score,

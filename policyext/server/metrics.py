@@ -17,11 +17,15 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    disable_created_metrics,
     generate_latest,
     multiprocess,
 )
 
 from policyext.policy.engine import Evaluation
+
+# the *_created series double the output and no dashboard uses them
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 LATENCY_BUCKETS: Final = (
     0.0005,
@@ -115,16 +119,18 @@ class Metrics:
 
     def set_policy(self, version: str, rules: int) -> None:
         if version != self._version:
-            if self._version:
-                self.policy_version.remove(self._version)
+            if self._version:  # (multiprocess gauges cannot remove a series: zero it)
+                self.policy_version.labels(self._version).set(0)
             self.policy_version.labels(version).set(1)
             self._version = version
         self.policy_rules.set(rules)
 
     def observe(self, verb: str, ev: Evaluation | None, nodes: int, seconds: float) -> None:
+        """Latency and size of every verb; rule outcomes only for the scheduling decisions
+        (filter and prioritize), not for /explain or preemption what-ifs."""
         self.latency.labels(verb).observe(seconds)
         self.nodes.labels(verb).observe(nodes)
-        if ev is None:
+        if ev is None or verb not in ("filter", "prioritize"):
             return
         self.evaluations.inc(ev.evaluations)
         if ev.errors:

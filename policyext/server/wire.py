@@ -150,7 +150,9 @@ def _victims(raw: object, where: str, meta: bool) -> Victims:
     obj = _object(raw, where)
     assert obj is not None
     fields = _fields(obj)
-    pods_raw = fields.get("pods") or []
+    pods_raw = fields.get("pods")
+    if pods_raw is None:
+        pods_raw = []
     if not isinstance(pods_raw, list):
         raise WireError(f"{where}.Pods: expected a list")
     pods: list[Json] = []

@@ -1,0 +1,242 @@
+"""`policyext serve` as a real subprocess (gunicorn), and a small HTTP client for it.
+
+The tests talk to the server over loopback sockets with http.client, so that they see the
+bytes kube-scheduler would see: status line, headers and body exactly as gunicorn sends
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "rules"
+CLUSTER = REPO / "examples" / "cluster.yaml"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+
+def policyext_command() -> list[str]:
+    """The installed `policyext` script beside the interpreter, else the module."""
+    script = Path(sys.executable).with_name("policyext")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "policyext.cli"]
+
+
+def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The test process's environment without anything that would configure the server
+    behind the test's back (POLICYEXT_*, a metrics directory)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("POLICYEXT_") and k != "PROMETHEUS_MULTIPROC_DIR"
+    }
+    env.update(extra or {})
+    return env
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class ExtenderServer:
+    """One running `policyext serve`. Its stdout (decision log) and stderr go to files."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    workdir: Path
+    tls: ssl.SSLContext | None = None  # how the tests connect, when it serves HTTPS
+    stopped: bool = field(default=False)
+
+    host = "127.0.0.1"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.workdir / "stdout.log"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.workdir / "stderr.log"
+
+    def stdout_lines(self) -> list[str]:
+        return self.stdout_path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def stderr_text(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    def connection(
+        self, context: ssl.SSLContext | None = None, timeout: float = 10.0
+    ) -> http.client.HTTPConnection:
+        context = context or self.tls
+        if context is not None:
+            return http.client.HTTPSConnection(
+                self.host, self.port, timeout=timeout, context=context
+            )
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        context: ssl.SSLContext | None = None,
+    ) -> Reply:
+        """One request on a connection of its own."""
+        conn = self.connection(context)
+        try:
+            return send(conn, method, path, body, headers)
+        finally:
+            conn.close()
+
+    def post(self, path: str, body: bytes, content_type: str | None = "application/json") -> Reply:
+        headers = {} if content_type is None else {"Content-Type": content_type}
+        return self.request("POST", path, body, headers)
+
+    def post_json(self, path: str, document: object) -> Reply:
+        return self.post(path, json.dumps(document).encode())
+
+    def get(self, path: str) -> Reply:
+        return self.request("GET", path)
+
+    def stop(self) -> int:
+        """SIGTERM to the server's process group (gunicorn's master and its workers), then
+        SIGKILL if it does not stop in time. Returns the exit status."""
+        if not self.stopped:
+            self.stopped = True
+            _signal_group(self.process, signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process, signal.SIGKILL)
+                self.process.wait(STOP_TIMEOUT)
+        return self.process.returncode
+
+
+def send(
+    conn: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    conn.request(method, path, body=body, headers=dict(headers or {}))
+    response = conn.getresponse()
+    data = response.read()
+    return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    # the server was started in a session of its own: its group id is its pid
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
+class ServerFailedToStart(RuntimeError):
+    pass
+
+
+def start_server(
+    workdir: Path,
+    *flags: str,
+    rules: Sequence[Path] = (RULES,),
+    snapshot: Path | None = CLUSTER,
+    env: Mapping[str, str] | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> ExtenderServer:
+    """Start `policyext serve` on a free loopback port and wait until /readyz answers 200.
+
+    `flags` are passed as they are. Each server gets a private XDG_RUNTIME_DIR and TMPDIR:
+    gunicorn puts its control socket under the first (shared by every gunicorn of the user
+    otherwise) and the metrics directory of several workers goes under the second."""
+    for _attempt in range(3):  # a free port can be taken between probing and binding
+        server = _launch(workdir, flags, rules, snapshot, env, tls)
+        try:
+            _wait_ready(server)
+        except ServerFailedToStart:
+            server.stop()
+            if "Address already in use" in server.stderr_text():
+                continue
+            raise
+        return server
+    raise ServerFailedToStart("no free port found")
+
+
+def _launch(
+    workdir: Path,
+    flags: Sequence[str],
+    rules: Sequence[Path],
+    snapshot: Path | None,
+    env: Mapping[str, str] | None,
+    tls: ssl.SSLContext | None,
+) -> ExtenderServer:
+    port = free_port()
+    workdir = workdir / f"server-{port}"
+    runtime = workdir / "run"
+    tmp = workdir / "tmp"
+    for d in (runtime, tmp):
+        d.mkdir(parents=True, exist_ok=True)
+    command = [*policyext_command(), "serve", "--bind", f"127.0.0.1:{port}"]
+    if rules:
+        command += ["--rules", ",".join(str(r) for r in rules)]
+    if snapshot is not None:
+        command += ["--snapshot", str(snapshot)]
+    command += list(flags)
+    environment = clean_environment({"XDG_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)})
+    environment.update(env or {})
+    with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, cwd=REPO, env=environment, start_new_session=True
+        )
+    return ExtenderServer(process, port, workdir, tls)
+
+
+def _wait_ready(server: ExtenderServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise ServerFailedToStart(
+                f"policyext serve exited with {server.process.returncode}:\n"
+                + server.stderr_text()[-4000:]
+            )
+        try:
+            if server.get("/readyz").status == 200:
+                return
+        except (OSError, http.client.HTTPException):
+            pass
+        time.sleep(0.1)
+    raise ServerFailedToStart("not ready in time:\n" + server.stderr_text()[-4000:])

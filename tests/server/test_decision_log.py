@@ -1,0 +1,138 @@
+"""The decision log: one JSON line on stdout per filter and prioritize answer."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from policyext.policy.compile import load_policy_set
+from tests.server.conftest import ServerFactory
+from tests.server.harness import FIXTURES, RULES, ExtenderServer
+from tests.server.kube import args_with_names, args_with_nodes, fixture, node, pod
+
+NODES = ["general-a", "general-b", "general-c", "spot-c", "gpu-a", "payments-b"]
+CRITICAL = fixture("filter-names.request.json")["Pod"]
+
+
+def _records(server: ExtenderServer) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in server.stdout_lines() if line.strip()]
+
+
+def _records_of(server: ExtenderServer, pod_id: str) -> list[dict[str, Any]]:
+    return [r for r in _records(server) if r.get("pod") == pod_id]
+
+
+def _unique_pod(namespace: str = "shop", **kwargs: Any) -> tuple[dict[str, Any], str]:
+    name = f"log-{uuid.uuid4().hex[:10]}"
+    p = {**CRITICAL, "metadata": {**CRITICAL["metadata"], "name": name, "namespace": namespace}}
+    p.update(kwargs)
+    return p, f"{namespace}/{name}"
+
+
+def test_a_filter_answer_writes_one_line_with_pod_version_counts_rejections_and_duration(
+    demo_server: ExtenderServer,
+) -> None:
+    p, pod_id = _unique_pod()
+    assert demo_server.post_json("/filter", args_with_names(p, NODES)).status == 200
+    [record] = _records_of(demo_server, pod_id)
+    assert record["verb"] == "filter"
+    assert record["policyVersion"] == load_policy_set([RULES]).version
+    assert record["nodes"] == 6
+    assert record["feasible"] == 3
+    assert record["rejectedBy"] == {
+        "critical-off-spot/no-spot-nodes": 1,
+        "gpu-only-for-gpu-pods/gpu-nodes-for-gpu-pods": 1,
+        "team-dedicated-nodes/team-namespaces-only": 1,
+    }
+    assert record["errors"] == 2
+    assert isinstance(record["ms"], float | int)
+    assert 0 <= record["ms"] < 5000
+
+
+def test_a_prioritize_answer_writes_one_line_too(demo_server: ExtenderServer) -> None:
+    p, pod_id = _unique_pod()
+    assert demo_server.post_json("/prioritize", args_with_names(p, NODES[:3])).status == 200
+    [record] = _records_of(demo_server, pod_id)
+    assert record["verb"] == "prioritize"
+    assert record["nodes"] == 3
+
+
+def test_unknown_node_names_count_among_the_nodes_of_the_request(
+    demo_server: ExtenderServer,
+) -> None:
+    p, pod_id = _unique_pod()
+    demo_server.post_json("/filter", args_with_names(p, ["general-a", "gone-7"]))
+    [record] = _records_of(demo_server, pod_id)
+    assert (record["nodes"], record["feasible"]) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("path", "body_of"),
+    [
+        ("/explain", lambda p: args_with_names(p, NODES)),
+        (
+            "/preempt",
+            lambda p: {
+                "Pod": p,
+                "NodeNameToMetaVictims": {"general-a": {"Pods": [], "NumPDBViolations": 0}},
+            },
+        ),
+        ("/filter", lambda p: {"Pod": p, "NodeNames": 7}),  # a 400
+    ],
+    ids=["explain", "preempt", "a rejected request"],
+)
+def test_other_requests_write_no_decision_line(
+    demo_server: ExtenderServer, path: str, body_of: Any
+) -> None:
+    p, pod_id = _unique_pod()
+    demo_server.post_json(path, body_of(p))
+    demo_server.post_json(
+        "/filter", args_with_names(pod("marker-" + pod_id.split("/")[1]), ["general-a"])
+    )
+    assert _records_of(demo_server, pod_id) == []
+    assert _records_of(demo_server, "default/marker-" + pod_id.split("/")[1])  # the log works
+
+
+def test_stdout_carries_nothing_but_json_decision_lines(demo_server: ExtenderServer) -> None:
+    demo_server.post_json("/filter", args_with_names(pod("any"), NODES))
+    lines = [line for line in demo_server.stdout_lines() if line.strip()]
+    assert lines
+    for line in lines:
+        record = json.loads(line)
+        assert record["verb"] in ("filter", "prioritize")
+
+
+@pytest.fixture(scope="module")
+def debug_server(serve: ServerFactory) -> ExtenderServer:
+    """--log-level debug, the test policies, and no node source."""
+    return serve("--log-level", "debug", rules=[FIXTURES / "rules"], snapshot=None)
+
+
+def test_a_filter_that_cannot_be_answered_is_logged_with_its_error(
+    debug_server: ExtenderServer,
+) -> None:
+    debug_server.post_json("/filter", args_with_names(pod("no-source-1"), ["a"]))
+    [record] = _records_of(debug_server, "default/no-source-1")
+    assert "no node source" in record["error"]
+    assert record["nodes"] == 1
+
+
+def test_at_debug_level_every_node_of_a_filter_gets_a_line_of_its_own(
+    debug_server: ExtenderServer,
+) -> None:
+    nodes = [
+        node("pool-1", {"pool": "general", "rack": "1"}),
+        node("batch-1", {"pool": "batch", "rack": "2"}),
+    ]
+    before = len(_records(debug_server))
+    debug_server.post_json("/filter", args_with_nodes(pod("debug-1"), nodes))
+    new = _records(debug_server)[before:]
+    per_node = {r["node"]: r for r in new if "node" in r}
+    assert per_node["pool-1"]["feasible"] is True
+    assert per_node["batch-1"]["feasible"] is False
+    assert per_node["batch-1"]["rejectedBy"] == ["pools/general-pool-only"]
+    assert [r["pod"] for r in new if "node" not in r] == ["default/debug-1"]  # one summary
+    assert {r["pod"] for r in new if "node" in r} == {"default/debug-1"}  # and per node
