@@ -6,12 +6,13 @@ Node and Pod objects. Node information is computed once, when the file is loaded
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from policyext.policy.frames import node_key
 from policyext.policy.loader import load_yaml_all
 from policyext.policy.resources import (
     NodeInfo,
@@ -84,6 +85,8 @@ class SnapshotSource:
             add_into(self._requested.setdefault(node_name, {}), pod_requests(pod))
             self._pods.setdefault(node_name, []).append(pod_summary(pod))
         self._info: dict[str, NodeInfo] = {}
+        # cache keys by node object: the nodes live as long as the source
+        self._keys = {id(node): node_key(node) for node in self.nodes.values()}
 
     @classmethod
     def from_file(cls, path: str | Path) -> SnapshotSource:
@@ -103,6 +106,11 @@ class SnapshotSource:
 
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
+
+    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        # the source keeps its nodes alive, so an id found here is one of them
+        keys = self._keys
+        return [keys.get(id(node)) for node in nodes]
 
     def pod_by_uid(self, uid: str) -> Json | None:
         """A pod of the snapshot (preemption victims arrive as UIDs)."""

@@ -63,12 +63,14 @@ def evaluate(
     budget: int | None = None,
     cache_nodes: bool = False,
     detail: bool = True,
+    names: Sequence[str] | None = None,
 ) -> Evaluation:
     """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
 
     `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
     content) and rule results may be cached per node version. Without `detail` the result
-    carries final scores but not each rule's (what the prioritize verb needs)."""
+    carries final scores but not each rule's (what the prioritize verb needs). `names`: the
+    nodes' names when the caller knows them already."""
     if now is None:
         now = Timestamp(time.time_ns())
     counters = Counters(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
@@ -83,7 +85,8 @@ def evaluate(
             applied.append(policy)
     request = Request(applied, pod, now, source, counters)
     run = _Run(request, nodes, cache_nodes and source is not None)
-    ev = Evaluation(policy_set.version, matches, [node_name(n) for n in nodes])
+    node_names = list(names) if names is not None else [node_name(n) for n in nodes]
+    ev = Evaluation(policy_set.version, matches, node_names)
     if filters:
         for policy in applied:
             for rule in policy.filters:
@@ -118,8 +121,11 @@ class _Run:
         self.frames: list[NodeFrame | None] = [None] * len(nodes)
         self.keys: list[Hashable] | None = None
         self._indexes: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
-        if cache:
-            keys = [node_key(n) for n in nodes]
+        source = request.source
+        if cache and source is not None:
+            keys: list[Hashable] = list(source.node_keys(nodes))
+            if None in keys:
+                keys = [node_key(n) for n in nodes]
             if None not in keys and len(set(keys)) == len(keys):  # no duplicates
                 self.keys = keys
 
@@ -180,26 +186,46 @@ def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, obj
     return {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
 
 
-def _values(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> list[object]:
-    """The expression's value (or a Failure) for each of the given nodes."""
+def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> list[object]:
+    """A score expression for each of the given nodes: a float, or what it was instead of a
+    number (a Failure, a string...). Numbers are converted once, when they are cached."""
     request = run.request
     if expr.pod_only:
-        return [request.pod_value(policy, expr)] * len(indices)
+        return [_as_score(request.pod_value(policy, expr))] * len(indices)
     plan = expr.plan
     params = None if plan is None else request.plan_params(policy, plan)
     results = run.cached(plan, params)
     if results is None:
-        return [run.frame(i).evaluate(policy, expr, params) for i in indices]
+        return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
     assert plan is not None
     keys, _ = run.indexed_keys(plan.reads_node_info)
+    if len(indices) != len(keys):
+        keys = [keys[i] for i in indices]
     known = results.values
-    out = [known.get(keys[i], MISS) for i in indices]
+    out = [known.get(k, MISS) for k in keys]
     for position, known_value in enumerate(out):
         if known_value is MISS:
-            i = indices[position]
-            value = out[position] = run.frame(i).evaluate(policy, expr, params)
-            results.store(keys[i], value)
+            value = _as_score(run.frame(indices[position]).evaluate(policy, expr, params))
+            out[position] = value
+            results.store(keys[position], value)
     return out
+
+
+def _as_score(value: object) -> object:
+    """A number as a float (what the score pass computes with); anything else as it is."""
+    t = type(value)
+    if t is int or t is UInt:
+        return float(value)  # type: ignore[arg-type]
+    if t is float and math.isnan(value):  # type: ignore[arg-type]
+        return _NOT_A_NUMBER
+    return value
+
+
+class _NotANumber:
+    """What a NaN score is kept as: not a number the score pass can use."""
+
+
+_NOT_A_NUMBER: Final = _NotANumber()
 
 
 def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection | None:
@@ -282,9 +308,9 @@ def _score(
     for policy in applied:
         for rule in policy.scores:
             spec = rule.rule
-            values = _values(run, policy.name, rule.compiled, indices)
-            raw = [_number(v) for v in values]
-            failed = sum(1 for n in raw if n is None)
+            values = _scores(run, policy.name, rule.compiled, indices)
+            raw: list[float | None] = [v if type(v) is float else None for v in values]
+            failed = raw.count(None)
             if failed:
                 counters.errors += failed
                 errors[policy.name, spec.name] += failed
@@ -302,7 +328,13 @@ def _score(
                         )
                     )
     ev.scored = indices
-    ev.scores = [final_score(t, weights) for t in totals]
+    if weights:
+        # final_score for every node at once: each normalised score is in [0, 10], so the
+        # weighted mean is too and int() is floor()
+        inverse = 1.0 / weights
+        ev.scores = [int(t * inverse + 0.5) for t in totals]
+    else:
+        ev.scores = [0] * len(indices)
     ev.score_errors = dict(errors)
     if detail:
         for k, i in enumerate(indices):
@@ -316,20 +348,10 @@ def final_score(weighted_sum: float, weights: int) -> int:
     return max(0, min(MAX_SCORE, math.floor(weighted_sum / weights + 0.5)))
 
 
-def _number(value: object) -> float | None:
-    """A score as a float; None when the rule failed or did not yield a number."""
-    t = type(value)
-    if t is float:
-        return None if math.isnan(value) else value  # type: ignore[arg-type, return-value]
-    if t is int or t is UInt:
-        return float(value)  # type: ignore[arg-type]
-    return None
-
-
 def _why_not_a_number(value: object) -> str:
     if isinstance(value, Failure):
         return value.error.message
-    if type(value) is float:
+    if value is _NOT_A_NUMBER:
         return "a score must not be NaN"
     return f"a score must be a number, got {type_name(value)}"
 
@@ -344,6 +366,10 @@ def _normalize(raw: list[float | None], mode: str) -> list[float]:
         low, high = min(values), max(values)
         if high == low or math.isinf(high - low):
             return [0.0] * len(raw)
-        span = high - low
-        return [0.0 if v is None else (v - low) / span * MAX_SCORE for v in raw]
-    return [0.0 if v is None else min(max(v, 0.0), float(MAX_SCORE)) for v in raw]
+        scale = MAX_SCORE / (high - low)
+        return [0.0 if v is None else (v - low) * scale for v in raw]
+    top = float(MAX_SCORE)
+    return [
+        0.0 if v is None or v <= 0.0 else (v if v <= top else top)  # the clamp, inline
+        for v in raw
+    ]

@@ -8,7 +8,7 @@ be evaluated for it: with cached plans, most nodes of a request never need one.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -216,11 +216,12 @@ class NodeFrame:
         return self.request.counters.attempt(plan.residual, frame)
 
 
-def node_key(node: Json) -> Hashable:
-    """A node's identity and version: (name, resourceVersion)."""
+def node_key(node: Json) -> str | None:
+    """A node's identity and version, `name@resourceVersion`: a string, whose hash Python
+    keeps, so the set operations of a filter pass do not hash it again."""
     try:
         meta = node["metadata"]
-        return (meta["name"], meta.get("resourceVersion", ""))
+        return f"{meta['name']}@{meta.get('resourceVersion', '')}"
     except (KeyError, TypeError, AttributeError):
         return None
 

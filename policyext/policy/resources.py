@@ -4,7 +4,7 @@ node information the policies read as `nodeInfo` (allocatable, requested, free, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 
 from policyext.cel import CELEvalError
@@ -197,6 +197,11 @@ class NodeSource(Protocol):
         ...
 
     def get_node(self, name: str) -> Mapping[str, Any] | None: ...
+
+    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        """The cache key (`name@resourceVersion`) of each node, None for a node this source
+        does not hold; a source keeps them ready so that a request does not rebuild them."""
+        ...
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo: ...
 

@@ -6,7 +6,7 @@ with the Evaluation it came from (for metrics and the decision log).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,20 +51,22 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 
 def _resolve(
     args: wire.ExtenderArgs, source: NodeSource | None
-) -> tuple[list[Mapping[str, Any]], dict[str, str]]:
-    """The node objects of the request, and the names that could not be resolved."""
+) -> tuple[list[Mapping[str, Any]], list[str] | None, dict[str, str]]:
+    """The node objects of the request, their names when known without reading the nodes,
+    and the names that could not be resolved."""
     if args.nodes is not None:
-        return list(args.nodes), {}
+        return list(args.nodes), None, {}
     assert source is not None
-    nodes: list[Mapping[str, Any]] = []
-    unknown: dict[str, str] = {}
-    for name in args.node_names or ():
-        node = source.get_node(name)
-        if node is None:
-            unknown[name] = UNKNOWN_NODE
-        else:
-            nodes.append(node)
-    return nodes, unknown
+    get = source.get_node
+    requested = args.node_names or []
+    nodes = [get(name) for name in requested]
+    if None not in nodes:
+        return nodes, requested, {}  # type: ignore[return-value]
+    unknown = {
+        name: UNKNOWN_NODE for name, node in zip(requested, nodes, strict=True) if node is None
+    }
+    known = [(name, node) for name, node in zip(requested, nodes, strict=True) if node is not None]
+    return [node for _, node in known], [name for name, _ in known], unknown
 
 
 def source_problem(args: wire.ExtenderArgs, source: NodeSource | None) -> str:
@@ -88,8 +90,10 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    nodes, unknown = _resolve(args, source)
-    ev = evaluate(policies, args.pod, nodes, source, now, scores=False, cache_nodes=names_mode)
+    nodes, names, unknown = _resolve(args, source)
+    ev = evaluate(
+        policies, args.pod, nodes, source, now, scores=False, cache_nodes=names_mode, names=names
+    )
     failed: dict[str, str] = dict(unknown)
     unresolvable: dict[str, str] = {}
     infeasible: set[int] = set()
@@ -120,13 +124,20 @@ def run_prioritize(
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
     if source_problem(args, source):
-        names = args.names
-        body = wire.priority_list([(n, 0) for n in names])
-        return VerbResult(body, None, len(names), pod=pod_id(args.pod))
-    nodes, _unknown = _resolve(args, source)
+        zeros = wire.priority_list([(n, 0) for n in args.names])
+        return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
+    nodes, names, _unknown = _resolve(args, source)
     cache = args.nodes is None
     ev = evaluate(
-        policies, args.pod, nodes, source, now, filters=False, cache_nodes=cache, detail=False
+        policies,
+        args.pod,
+        nodes,
+        source,
+        now,
+        filters=False,
+        cache_nodes=cache,
+        detail=False,
+        names=names,
     )
     scores = ev.final_scores()
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
@@ -139,8 +150,9 @@ def run_explain(
     problem = source_problem(args, source)
     if problem:
         raise wire.WireError(problem)
-    nodes, unknown = _resolve(args, source)
-    return evaluate(policies, args.pod, nodes, source, now, cache_nodes=args.nodes is None), unknown
+    nodes, names, unknown = _resolve(args, source)
+    cache = args.nodes is None
+    return evaluate(policies, args.pod, nodes, source, now, cache_nodes=cache, names=names), unknown
 
 
 class _VictimFreeSource:
@@ -157,6 +169,9 @@ class _VictimFreeSource:
     @property
     def static_node_info(self) -> bool:
         return False  # the victims change it
+
+    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        return [None] * len(nodes)  # never cached: the victims change the node information
 
     def get_node(self, name: str) -> Mapping[str, Any] | None:
         return self.base.get_node(name) if self.base is not None else None
