@@ -102,7 +102,10 @@ def parse_extender_args(body: Json) -> ExtenderArgs:
     if raw_names is not None:
         if not isinstance(raw_names, list):
             raise WireError("NodeNames: expected a list of strings")
-        names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
+        if all(type(n) is str for n in raw_names):  # the common case, checked in one pass
+            names = raw_names
+        else:
+            names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
     if nodes is None and names is None:
         raise WireError("one of Nodes or NodeNames is required")
     return ExtenderArgs(pod, nodes, names)
@@ -222,8 +225,14 @@ def filter_result(
 
 
 def priority_list(scores: list[tuple[str, int]]) -> bytes:
-    """HostPriorityList: a bare array; scores are integers (a float would be dropped)."""
-    return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
+    """HostPriorityList: a bare array; scores are integers (a float would be dropped).
+    Built as bytes directly: orjson writes each host name, the rest is fixed text."""
+    dumps = orjson.dumps
+    return (
+        b"["
+        + b",".join(b'{"Host":%s,"Score":%d}' % (dumps(host), int(score)) for host, score in scores)
+        + b"]"
+    )
 
 
 def binding_result(error: str = "") -> bytes:
