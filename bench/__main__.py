@@ -15,9 +15,17 @@ from typing import Any
 
 from bench import policy
 from bench.celpy_eval import RuleTimings, run_cel_benchmarks
+from bench.engine_eval import EngineTiming, run_engine_benchmarks
 from bench.http_client import MODES, Measurement, Mode, measure_server
 from bench.report import Run, TargetResult, render_markdown, write_json
-from bench.targets import REPO_ROOT, CommandTarget, LaunchSpec, default_targets, free_port
+from bench.targets import (
+    REPO_ROOT,
+    CommandTarget,
+    LaunchSpec,
+    default_targets,
+    free_port,
+    tree_rss_mb,
+)
 from bench.workload import DEFAULT_SEED, Workload, encode, full_args, generate, names_args
 from bench.workload import write_snapshot as save_snapshot
 
@@ -115,7 +123,7 @@ def measure_target(
             target.build()
         for w, snapshot, modes in plan:
             result.measurements += _measure_workload(
-                target, w, snapshot, modes, settings, policy_file
+                target, w, snapshot, modes, settings, policy_file, result.memory_mb
             )
     except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
         # one target that cannot start must not cost the figures of the others
@@ -131,6 +139,7 @@ def _measure_workload(
     modes: tuple[Mode, ...],
     settings: Settings,
     policy_file: Path,
+    memory: dict[int, float],
 ) -> list[Measurement]:
     slug = target.name.lower().replace(" ", "-")
     spec = LaunchSpec(
@@ -144,6 +153,8 @@ def _measure_workload(
         measured = measure_server(
             base_url, w, modes=modes, requests=settings.requests, warmup=settings.warmup
         )
+        memory[len(w.nodes)] = tree_rss_mb(target.last_pid[0])
+    log(f"  resident memory {memory[len(w.nodes)]:.0f} MiB with {len(w.nodes)} nodes loaded")
     for m in measured:
         flag = "" if not m.problems else "  WRONG: " + "; ".join(m.problems)
         p50, p99 = m.latency.p50, m.latency.p99
@@ -179,6 +190,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             targets.append(measure_target(target, plan, settings, policy_file))
 
+    engine: list[EngineTiming] = []
+    if settings.cel:
+        log("engine in process: cached and uncached")
+        engine = run_engine_benchmarks(workloads)
+        for e in engine:
+            log(
+                f"  {e.nodes:5} nodes {e.verb:10} cached {e.cached_ms:7.2f} ms"
+                f"  uncached {e.uncached_ms:7.2f} ms"
+            )
+
     cel: list[RuleTimings] = []
     if settings.cel:
         log(f"CEL micro-benchmark (celpy on {settings.celpy_nodes} nodes)")
@@ -199,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workload=describe(workloads),
         targets=targets,
         cel=cel,
+        engine=engine,
     )
     path = write_json(run, RESULTS_DIR, stamp)
     log(f"results: {path.relative_to(REPO_ROOT)}")

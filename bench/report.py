@@ -11,6 +11,7 @@ from typing import Any
 
 from bench import policy, workload
 from bench.celpy_eval import RuleTimings, Timing
+from bench.engine_eval import EngineTiming
 from bench.http_client import Measurement
 from bench.targets import go_version
 
@@ -42,11 +43,13 @@ class TargetResult:
     name: str
     measurements: list[Measurement] = field(default_factory=list)
     note: str = ""  # why it was not measured, when it was not
+    memory_mb: dict[int, float] = field(default_factory=dict)  # resident, by nodes loaded
 
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "note": self.note,
+            "memory_mb": self.memory_mb,
             "measurements": [m.as_json() for m in self.measurements],
         }
 
@@ -58,6 +61,7 @@ class Run:
     workload: dict[str, Any]
     targets: list[TargetResult]
     cel: list[RuleTimings]
+    engine: list[EngineTiming] = field(default_factory=list)
     machine: dict[str, str] = field(default_factory=describe_machine)
 
     def as_json(self) -> dict[str, Any]:
@@ -68,6 +72,7 @@ class Run:
             "workload": self.workload,
             "http": [t.as_json() for t in self.targets],
             "cel": [r.as_json() for r in self.cel],
+            "engine": [e.as_json() for e in self.engine],
         }
 
 
@@ -116,6 +121,7 @@ def render_markdown(run: Run) -> str:
     )
     out.extend(_workload_section(run))
     out.extend(_http_section(run))
+    out.extend(_engine_section(run))
     out.extend(_cel_section(run))
     out.extend(_method_section())
     return "\n".join(out)
@@ -183,10 +189,36 @@ def _http_section(run: Run) -> list[str]:
                 f" {_ms(m.latency.p50)} | {_ms(m.latency.p99)} | {_ms(m.latency.min)} | {ratio}"
                 f" | {verdict} |"
             )
-    lines.append(
-        "\nThe policyext extender (Python, served by gunicorn) is measured by the same harness"
-        " when it is available.\n"
-    )
+    lines += [
+        "",
+        "Resident memory of each server (all its processes) after the runs, with the"
+        " snapshot's nodes and pods loaded:\n",
+        "| server | nodes loaded | resident MiB |",
+        "|---|---|---|",
+    ]
+    for target in run.targets:
+        for nodes, mib in sorted(target.memory_mb.items()):
+            lines.append(f"| {target.name} | {nodes:,} | {mib:.0f} |")
+    lines.append("")
+    return lines
+
+
+def _engine_section(run: Run) -> list[str]:
+    if not run.engine:
+        return []
+    lines = [
+        "## The engine alone\n",
+        "Median milliseconds of one `evaluate` call in process (no HTTP, no JSON), NodeNames"
+        " mode. *Cached*: the nodes' results for this kind of pod are cached from earlier"
+        " requests (a burst of replicas: the common case, and what the round trips above"
+        " measure, since they repeat one pod). *Uncached*: every rule evaluated again for every"
+        " node, as for a pod unlike any before it: the worst case.\n",
+        "| nodes | verb | cached ms | uncached ms |",
+        "|---|---|---|---|",
+    ]
+    for e in run.engine:
+        lines.append(f"| {e.nodes:,} | {e.verb} | {e.cached_ms:.2f} | {e.uncached_ms:.2f} |")
+    lines.append("")
     return lines
 
 

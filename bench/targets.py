@@ -56,6 +56,8 @@ class CommandTarget:
     # returns why the target cannot run on this machine, or None
     unavailable: Callable[[], str | None] = lambda: None
     ready_timeout: float = 120.0
+    # the process id of the server being served (for its memory), while it runs
+    last_pid: list[int] = field(default_factory=lambda: [0], compare=False)
 
     @contextlib.contextmanager
     def serve(self, spec: LaunchSpec) -> Iterator[str]:
@@ -73,9 +75,28 @@ class CommandTarget:
             try:
                 base_url = f"http://127.0.0.1:{spec.port}"
                 _wait_ready(process, base_url + self.ready_path, self.ready_timeout, spec.log)
+                self.last_pid[0] = process.pid
                 yield base_url
             finally:
                 _stop(process)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants (gunicorn's master and
+    workers), in MiB, read from /proc."""
+    total_kb = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        pending.extend(int(c) for c in children)
+    return total_kb / 1024
 
 
 def free_port() -> int:

@@ -211,8 +211,8 @@ class NodeFrame:
         frame = self.frame_for(policy)
         if plan is None or not isinstance(params, tuple):
             return self.request.counters.attempt(expr.program, frame)
-        for name, param in zip(plan.placeholders, params, strict=True):
-            frame[name] = param
+        if params:
+            frame.update(zip(plan.placeholders, params, strict=True))
         return self.request.counters.attempt(plan.residual, frame)
 
 

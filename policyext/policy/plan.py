@@ -79,10 +79,11 @@ class Plan:
     cacheable: bool
     reads_node_info: bool
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
+    placeholders: tuple[str, ...] = field(init=False, compare=False)
 
-    @property
-    def placeholders(self) -> tuple[str, ...]:
-        return tuple(placeholder(i) for i in range(len(self.parts)))
+    def __post_init__(self) -> None:
+        names = tuple(placeholder(i) for i in range(len(self.parts)))
+        object.__setattr__(self, "placeholders", names)
 
 
 def make_plan(
