@@ -157,14 +157,6 @@ def negate(a: object) -> object:
     raise no_such_overload("-_", a)
 
 
-def logical_not(a: object) -> bool:
-    if a is True:
-        return False
-    if a is False:
-        return True
-    raise no_such_overload("!_", a)
-
-
 # -- ordering ----------------------------------------------------------------------------
 _NUMBERS: Final = frozenset((int, UInt, float))
 _ORDERED: Final = frozenset((int, UInt, float, str, bytes, bool, Duration, Timestamp))
@@ -201,14 +193,6 @@ def greater(a: object, b: object) -> bool:
 
 def greater_equal(a: object, b: object) -> bool:
     return compare(a, b, "_>=_") in (0, 1)
-
-
-def equal(a: object, b: object) -> bool:
-    return cel_equals(a, b)
-
-
-def not_equal(a: object, b: object) -> bool:
-    return not cel_equals(a, b)
 
 
 # -- membership and indexing --------------------------------------------------------------

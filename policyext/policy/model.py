@@ -130,28 +130,3 @@ class SchedulingPolicy:
     variables: tuple[Variable, ...] = ()
     filters: tuple[Filter, ...] = ()
     scores: tuple[Score, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Expectation:
-    feasible: tuple[str, ...] | None = None
-    rejected: tuple[tuple[str, str], ...] = ()
-    best: str | None = None
-    scores: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TestCase:
-    name: str
-    pod: dict[str, object]
-    expect: Expectation
-    location: Location
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyTest:
-    name: str
-    location: Location
-    policies: tuple[str, ...]  # paths, resolved against the test file's folder
-    snapshot: str | None
-    cases: tuple[TestCase, ...]

@@ -204,7 +204,3 @@ class NodeSource(Protocol):
         ...
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo: ...
-
-
-def names_of(nodes: Iterable[Mapping[str, Any]]) -> list[str]:
-    return [str((n.get("metadata") or {}).get("name", "")) for n in nodes]

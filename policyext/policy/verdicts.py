@@ -110,10 +110,6 @@ class Evaluation:
     def feasible(self) -> list[NodeVerdict]:
         return [v for v in self.nodes if v.feasible]
 
-    def rejected(self) -> list[NodeVerdict]:
-        """The infeasible nodes, in order."""
-        return [v for _, v in sorted(self.verdicts.items()) if not v.feasible]
-
     def feasible_names(self) -> list[str]:
         infeasible = {i for i, v in self.verdicts.items() if not v.feasible}
         if not infeasible:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
@@ -27,10 +27,6 @@ NO_SOURCE = (
     "policyext has no node source for NodeNames requests: run it with --snapshot or a "
     "cluster connection, or set nodeCacheCapable: false"
 )
-
-
-class NodeSourceStatus(Protocol):
-    def ready(self) -> bool: ...
 
 
 @dataclass
