@@ -52,6 +52,8 @@ _TWO_VARIABLE_AT: Final = {
 }
 
 DEFAULT_MAX_DEPTH: Final = 100
+# words the lexer reads as names but the grammar reserves as tokens of their own
+_LITERAL_WORDS: Final = frozenset(("true", "false", "null", "in"))
 
 
 class Parser:
@@ -215,6 +217,11 @@ class Parser:
                 self.next()
                 optional = self.accept("?")
                 name_token = self.next()
+                if name_token.kind == "IDENT" and name_token.text in _LITERAL_WORDS:
+                    raise self.error(
+                        f"{name_token.text!r} cannot be a field or method name",
+                        name_token.offset,
+                    )
                 if name_token.kind == "QUOTED":
                     node = ast.Select(
                         name_token.offset, node, str(name_token.value), False, optional
@@ -250,13 +257,19 @@ class Parser:
         if kind == "OP":
             if token.text == ".":
                 name = self.next()
-                if name.kind != "IDENT":
+                if name.kind != "IDENT" or name.text in _LITERAL_WORDS:
                     raise self.error("expected a name after a leading '.'", name.offset)
                 return self.identifier(name)
             if token.text == "(":
                 node = self.expr()
                 self.expect(")")
                 return node
+            number = self.peek()
+            if token.text == "-" and number.kind in ("INT", "DOUBLE"):
+                # a signed literal is a primary in CEL's grammar: `!-1` parses (and fails the
+                # check, as it should)
+                self.next()
+                return ast.Literal(token.offset, -number.value)  # type: ignore[operator]
             if token.text == "[":
                 return self.list_literal(token.offset)
             if token.text == "{":
@@ -287,17 +300,17 @@ class Parser:
         args: list[ast.Node] = []
         if self.accept(closer):
             return args
-        while True:
+        while True:  # no trailing comma in calls (only in list, map and message literals)
             args.append(self.expr())
             if self.accept(closer):
                 return args
             self.expect(",")
-            if self.accept(closer):  # a trailing comma
-                return args
 
     def list_literal(self, offset: int) -> ast.Node:
         elements: list[ast.Node] = []
         optional: set[int] = set()
+        if self.at(",") and self.peek(1).text == "]":  # `[,]`: the grammar allows it
+            self.next()
         while not self.accept("]"):
             if self.accept("?"):
                 optional.add(len(elements))
@@ -308,6 +321,8 @@ class Parser:
 
     def map_literal(self, offset: int) -> ast.Node:
         entries: list[ast.MapEntry] = []
+        if self.at(",") and self.peek(1).text == "}":  # `{,}`
+            self.next()
         while not self.accept("}"):
             optional = self.accept("?")
             key = self.expr()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Final
 
 from policyext.cel.errors import CELEvalError, no_such_overload
@@ -91,17 +92,14 @@ def to_int(value: object) -> int:
             raise CELEvalError("int overflow")
         return int(value)  # type: ignore[call-overload, no-any-return]
     if t is str:
-        try:
-            result = int(value, 10)  # type: ignore[call-overload]
-        except ValueError:
-            raise CELEvalError(f"cannot convert {value!r} to int") from None
-        if result < INT64_MIN or result > INT64_MAX or "_" in value:  # type: ignore[operator]
+        if not _INT_TEXT.fullmatch(value):  # type: ignore[call-overload]
             raise CELEvalError(f"cannot convert {value!r} to int")
+        result = int(value)  # type: ignore[call-overload]
+        if result < INT64_MIN or result > INT64_MAX:
+            raise CELEvalError(f"cannot convert {value!r} to int: out of range")
         return result  # type: ignore[no-any-return]
     if t is Timestamp:
         return value.nanos // NANOS_PER_SECOND  # type: ignore[attr-defined, no-any-return]
-    if t is bool:
-        return int(value)  # type: ignore[call-overload, no-any-return]
     raise no_such_overload("int", value)
 
 
@@ -115,19 +113,16 @@ def to_uint(value: object) -> UInt:
             raise CELEvalError("uint overflow")
         return UInt(value)  # type: ignore[call-overload, no-any-return]
     if t is float:
-        if math.isnan(value) or not -1.0 < value < 2.0**64:  # type: ignore[arg-type, operator]
+        if math.isnan(value) or not 0.0 <= value < 2.0**64:  # type: ignore[arg-type, operator]
             raise CELEvalError("uint overflow")
         return UInt(int(value))  # type: ignore[call-overload]
     if t is str:
-        try:
-            result = int(value, 10)  # type: ignore[call-overload]
-        except ValueError:
-            raise CELEvalError(f"cannot convert {value!r} to uint") from None
-        if result < 0 or result > UINT64_MAX or value[:1] in "+-" or "_" in value:  # type: ignore[index, operator]
+        if not _UINT_TEXT.fullmatch(value):  # type: ignore[call-overload]
             raise CELEvalError(f"cannot convert {value!r} to uint")
+        result = int(value)  # type: ignore[call-overload]
+        if result > UINT64_MAX:
+            raise CELEvalError(f"cannot convert {value!r} to uint: out of range")
         return UInt(result)
-    if t is bool:
-        return UInt(int(value))  # type: ignore[call-overload]
     raise no_such_overload("uint", value)
 
 
@@ -139,13 +134,19 @@ def to_double(value: object) -> float:
     if t is int or t is UInt:
         return float(value)  # type: ignore[arg-type]
     if t is str:
-        try:
-            if "_" in value:  # type: ignore[operator]
-                raise ValueError(value)
-            return float(value)  # type: ignore[arg-type]
-        except ValueError:
-            raise CELEvalError(f"cannot convert {value!r} to double") from None
+        if not _DOUBLE_TEXT.fullmatch(value):  # type: ignore[call-overload]
+            raise CELEvalError(f"cannot convert {value!r} to double")
+        return float(value)  # type: ignore[arg-type]
     raise no_such_overload("double", value)
+
+
+# What Go's strconv accepts, in ASCII only: Python's int() and float() also read other
+# scripts' digits, spaces and underscores, which CEL does not.
+_INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
+_UINT_TEXT: Final = re.compile(r"[0-9]+")
+_DOUBLE_TEXT: Final = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+)
 
 
 def format_double(value: float) -> str:

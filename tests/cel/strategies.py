@@ -20,19 +20,24 @@ differs from cel-go, which Kubernetes uses, the narrow shape is left out, with t
   and is never applied to durations or timestamps (C++ pads the fraction to 3, 6 or 9
   digits, cel-go prints the shortest form);
 - no `int(bool)`, `int(duration)`: conversions that only one of the runtimes has;
-- map literals never hold two keys that are equal numbers of different types (`1` and `1u`):
-  the spec asks for an error (as for any repeated key), C++ silently keeps the first;
+- map literals never repeat a key: the spec asks for an error, which C++ raises past `&&`
+  and `||` (it aborts the evaluation) and cel-go does not raise (the last entry wins); for
+  equal numbers of different types (`1` and `1u`) C++ silently keeps the first;
 - nor a bool key beside the number it equals in Python (`true` and `1`): CEL keeps both
   entries, but the oracle hands its maps back as Python dicts, which cannot, so its answer
   is unreliable (the differential test checks such maps through `size()` and lookups);
 - `dyn` is never used as a value: C++ has no such identifier;
+- unary minus only sees ints and doubles: cel-go (without the checker) also negates a
+  duration, C++ has no such overload;
 - `x in m` for a map `m` only tests keys of the kinds a map key can have: for a list, null
   or bytes C++ reports an error where cel-go answers false;
 - durations are whole microseconds and timestamps carry no nanoseconds, because the oracle
   hands them back as Python `timedelta`/`datetime`, which would truncate them;
 - comprehensions nest at most twice, the default limit of our engine;
 - `map()` and `filter()` only iterate over lists: the order of a map's keys is unspecified,
-  so a list built from them may legitimately come out in another order.
+  so a list built from them may legitimately come out in another order;
+- the extension functions (strings, math, base64) skip a few more shapes, each noted where
+  it is generated, as are the limits of the oracle's Python bindings.
 """
 
 from __future__ import annotations
@@ -269,8 +274,12 @@ _texts: Final = st.one_of(
     st.text(max_size=8),
 )
 
+# The oracle's bindings cut strings of the activation at the first NUL (`'a\x00b'` reads as
+# `'a'`), so the activation has none; literals in the source keep them.
+_json_texts: Final = _texts.map(lambda text: text.replace("\x00", ""))
+
 json_keys: Final = st.sampled_from(IDENT_KEYS + ODD_KEYS)
-json_scalars: Final = st.one_of(st.none(), st.booleans(), _int64s, _finite_doubles, _texts)
+json_scalars: Final = st.one_of(st.none(), st.booleans(), _int64s, _finite_doubles, _json_texts)
 json_values: Final = st.recursive(
     json_scalars,
     lambda children: st.one_of(
@@ -286,13 +295,15 @@ def kubernetes_objects(draw: st.DrawFn) -> dict[str, object]:
     """A small object with the shape of a Kubernetes resource."""
     labels = draw(
         st.dictionaries(
-            st.sampled_from(("app", "zone", "app.kubernetes.io/name", "tier")), _texts, max_size=3
+            st.sampled_from(("app", "zone", "app.kubernetes.io/name", "tier")),
+            _json_texts,
+            max_size=3,
         )
     )
     containers = draw(
         st.lists(
             st.fixed_dictionaries(
-                {"name": _texts, "image": _texts},
+                {"name": _json_texts, "image": _json_texts},
                 optional={"ready": st.booleans(), "restarts": st.integers(0, 10)},
             ),
             max_size=3,
@@ -301,10 +312,14 @@ def kubernetes_objects(draw: st.DrawFn) -> dict[str, object]:
     spec = draw(
         st.fixed_dictionaries(
             {"replicas": st.integers(0, 10), "containers": st.just(containers)},
-            optional={"weight": _finite_doubles, "zone": st.none() | _texts, "items": json_values},
+            optional={
+                "weight": _finite_doubles,
+                "zone": st.none() | _json_texts,
+                "items": json_values,
+            },
         )
     )
-    return {"metadata": {"name": draw(_texts), "labels": labels}, "spec": spec}
+    return {"metadata": {"name": draw(_json_texts), "labels": labels}, "spec": spec}
 
 
 activations: Final = st.dictionaries(
@@ -505,8 +520,8 @@ class ExprGen:
         seen: dict[object, str] = {}
         for _ in range(size):
             key_value, key_text = self.map_key(key_kind if not self.chance(15) else None)
-            # Python equality merges `1`, `1u` and `true`: see the top for why these stay apart
-            if key_value in seen and seen[key_value] != key_text:
+            # Python equality merges `1`, `1u` and `true`: see the top for why none repeats
+            if key_value in seen:
                 continue
             seen[key_value] = key_text
             entries.append(f"{key_text}: {self.expr(value_kind, depth)}")
@@ -593,6 +608,10 @@ class ExprGen:
         op = self.draw(st.sampled_from(ops))
         return f"({self.expr(left, depth)} {op} {self.expr(right, depth)})"
 
+    def negation(self, kind: str, depth: int) -> str:
+        # strict: cel-go negates a duration that reaches `-` untyped, C++ has no overload
+        return f"-{self.strict().expr(kind, depth)}"
+
     def call(self, function: str, kinds: Sequence[str], depth: int) -> str:
         return f"{function}({self.expr(self.draw(st.sampled_from(kinds)), depth)})"
 
@@ -608,13 +627,14 @@ class ExprGen:
         return self.pick(
             [
                 lambda: self.binary(INT, "+-*/%", INT, depth),
-                lambda: f"-{self.expr(INT, depth)}",
+                lambda: self.negation(INT, depth),
                 lambda: self.call("size", (STRING, BYTES, LIST, MAP), depth),
                 lambda: (
                     f"{self.expr(self.draw(st.sampled_from((STRING, LIST, MAP))), depth)}.size()"
                 ),
                 lambda: self.call("int", (UINT, DOUBLE, INT, TIMESTAMP), depth),
                 lambda: f"int({string_literal(self.draw, self.draw(_int_strings))})",
+                lambda: self.extension(INT, depth),
                 *self.common(INT, depth),
             ]
         )
@@ -633,9 +653,10 @@ class ExprGen:
         return self.pick(
             [
                 lambda: self.binary(DOUBLE, "+-*/", DOUBLE, depth),
-                lambda: f"-{self.expr(DOUBLE, depth)}",
+                lambda: self.negation(DOUBLE, depth),
                 lambda: self.call("double", (INT, UINT, DOUBLE), depth),
                 lambda: f"double({string_literal(self.draw, self.draw(_double_strings))})",
+                lambda: self.extension(DOUBLE, depth),
                 *self.common(DOUBLE, depth),
             ]
         )
@@ -655,6 +676,7 @@ class ExprGen:
                 lambda: self.binary(STRING, "+", STRING, depth),
                 lambda: self.call("string", (INT, UINT, BOOL, STRING, BYTES), depth),
                 lambda: f"string({self.finite_double(depth)})",
+                lambda: self.extension(STRING, depth),
                 *self.common(STRING, depth),
             ]
         )
@@ -664,6 +686,7 @@ class ExprGen:
             [
                 lambda: self.binary(BYTES, "+", BYTES, depth),
                 lambda: self.call("bytes", (STRING,), depth),
+                lambda: self.extension(BYTES, depth),
                 *self.common(BYTES, depth),
             ]
         )
@@ -700,6 +723,7 @@ class ExprGen:
                 lambda: self.macro("map", depth),
                 lambda: self.macro("filter", depth),
                 lambda: self.macro("map3", depth),
+                lambda: self.extension(LIST, depth),
                 *self.common(LIST, depth),
             ]
         )
@@ -720,9 +744,74 @@ class ExprGen:
                 lambda: self.string_test(d),
                 lambda: f"bool({string_literal(self.draw, self.draw(_bool_strings))})",
                 lambda: f"({self.call('type', KINDS, d)} == {self.literal(TYPE)})",
+                lambda: self.extension(BOOL, d),
                 *self.common(BOOL, d),
             ]
         )
+
+    # -- extension libraries (cel-go's strings, math and encoders, as Kubernetes has them) --
+
+    def extension(self, kind: str, depth: int) -> str:
+        draw = self.draw
+
+        def s() -> str:
+            return self.expr(STRING, depth)
+
+        def small() -> str:
+            return str(draw(st.integers(-1, 5)))
+
+        options: dict[str, list[Callable[[], str]]] = {
+            STRING: [
+                lambda: f"{s()}.{draw(st.sampled_from(('lowerAscii', 'upperAscii', 'trim')))}()",
+                lambda: f"{s()}.reverse()",
+                lambda: f"{s()}.replace({s()}, {s()})",
+                lambda: f"{s()}.replace({s()}, {s()}, {small()})",
+                lambda: f"{s()}.charAt({small()})",
+                lambda: f"{s()}.substring({small()})",
+                lambda: f"{s()}.substring({small()}, {small()})",
+                lambda: f"{self.expr(LIST, depth)}.join()",
+                lambda: f"[{s()}, {s()}].join({s()})",
+                lambda: f"strings.quote({s()})",
+                lambda: f"base64.encode({self.expr(BYTES, depth)})",
+            ],
+            INT: [
+                # no offsets: at offset == size() C++ answers -1 where cel-go reports an error
+                lambda: f"{s()}.{draw(st.sampled_from(('indexOf', 'lastIndexOf')))}({s()})",
+                # ints only: cel-go refuses to order NaN, C++ returns an arbitrary operand
+                lambda: self.math_call(("greatest", "least"), INT, draw(st.integers(1, 3)), depth),
+                lambda: f"math.greatest([{self.expr(INT, depth)}, {self.expr(INT, depth)}])",
+                lambda: self.math_call(("abs", "sign", "bitNot"), INT, 1, depth),
+                lambda: self.math_call(("bitAnd", "bitOr", "bitXor"), INT, 2, depth),
+                lambda: f"math.bitShiftLeft({self.expr(INT, depth)}, {small()})",
+                lambda: f"math.bitShiftRight({self.expr(INT, depth)}, {small()})",
+            ],
+            DOUBLE: [
+                lambda: self.math_call(
+                    ("ceil", "floor", "round", "trunc", "abs"), DOUBLE, 1, depth
+                ),
+            ],
+            BOOL: [
+                lambda: self.math_call(("isNaN", "isInf", "isFinite"), DOUBLE, 1, depth),
+            ],
+            LIST: [
+                # a non-empty separator: `''.split('')` is [] in cel-go, [''] in C++
+                lambda: f"{s()}.split({self.separator()})",
+                lambda: f"{s()}.split({self.separator()}, {small()})",
+            ],
+            BYTES: [
+                lambda: f"base64.decode(base64.encode({self.expr(BYTES, depth)}))",
+                lambda: f"base64.decode({draw(st.sampled_from(_base64_samples))})",
+            ],
+        }
+        return self.pick(options[kind])
+
+    def separator(self) -> str:
+        return string_literal(self.draw, self.draw(st.sampled_from((",", "a", ".", "é", "ab"))))
+
+    def math_call(self, names: Sequence[str], kind: str, arity: int, depth: int) -> str:
+        name = self.draw(st.sampled_from(names))
+        args = ", ".join(self.expr(kind, depth) for _ in range(arity))
+        return f"math.{name}({args})"
 
     # -- pieces of bool -----------------------------------------------------------------
 
@@ -756,7 +845,7 @@ class ExprGen:
     def has(self) -> str:
         draw = self.draw
         maps = [p for p in self.scope.paths if isinstance(p.value, dict)]
-        if maps and draw(st.booleans()):
+        if maps and self.chance(50):
             path = draw(st.sampled_from(maps))
             assert isinstance(path.value, dict)
             present = [k for k in path.value if is_identifier(k)]
@@ -787,7 +876,7 @@ class ExprGen:
         draw = self.draw
         ranges = list | dict if not lists_only else list
         lists = [p for p in self.scope.paths if isinstance(p.value, ranges)]
-        if lists and draw(st.booleans()):
+        if lists and self.chance(50):
             path = draw(st.sampled_from(lists))
             items = list(path.value) if isinstance(path.value, dict) else path.value
             assert isinstance(items, list)
@@ -825,17 +914,31 @@ class ExprGen:
 _int_strings: Final = st.one_of(
     _int64s.map(str),
     st.sampled_from(
-        ("-0", "007", "+1", "9223372036854775808", "-9223372036854775809", "1.5", "0x10", "", "abc")
+        (
+            "-0",
+            "007",
+            "+1",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "1.5",
+            "0x10",
+            "",
+            "abc",
+            "١٢",
+        )
     ),
 )
 _uint_strings: Final = st.one_of(
     _uint64s.map(str),
-    st.sampled_from(("007", "18446744073709551616", "-1", "1.5", "", "abc")),
+    st.sampled_from(("007", "18446744073709551616", "-1", "1.5", "", "abc", "١")),
 )
 _double_strings: Final = st.one_of(
     _finite_doubles.map(repr),
-    st.sampled_from(("1e3", ".5", "-0", "nan", "NaN", "inf", "-inf", "Infinity", "abc", "", "1e")),
+    st.sampled_from(
+        ("1e3", ".5", "-0", "nan", "NaN", "inf", "-inf", "Infinity", "abc", "", "1e", "١.5")
+    ),
 )
+_base64_samples: Final = ("'YWI='", "'YWI'", "''", "'!!'", "'YQ=='", "'YQ'")
 _bool_strings: Final = st.sampled_from(
     ("true", "false", "True", "False", "TRUE", "FALSE", "1", "0", "yes", "", "tRuE")
 )

@@ -190,6 +190,9 @@ def test_optional_syntax_selects_indexes_and_builds_literals(source: str, expect
         ("{'a': 1,}", {"a": 1}),
         ("{\n  'a': 1,\n  'b': 2,\n}", {"a": 1, "b": 2}),
         ("[[1,], {2: 3,},]", [[1], {2: 3}]),
+        # CEL's grammar allows the trailing comma of an empty literal too (as cel-go does)
+        ("[,]", []),
+        ("{,}", {}),
     ],
     ids=repr,
 )
@@ -199,7 +202,7 @@ def test_trailing_commas_are_accepted_in_list_and_map_literals(
     assert same(evaluate(source), expected)
 
 
-@pytest.mark.parametrize("source", ["[,]", "{,}", "[1,,]", "{'a': 1,,}", "[1 2]"], ids=repr)
+@pytest.mark.parametrize("source", ["[,,]", "{,,}", "[1,,]", "{'a': 1,,}", "[1 2]"], ids=repr)
 def test_a_comma_without_an_element_is_a_syntax_error(source: str) -> None:
     with pytest.raises(CELSyntaxError):
         compile(source)

@@ -322,10 +322,14 @@ def test_the_conformance_table_is_what_the_conformance_run_gives() -> None:
         pytest.skip(f"the cel-spec test data is not at {directory}")
     cases = conformance.load_cases(directory)
     by_file = conformance.tally((c, conformance.outcome_of(c)) for c in cases)
-    section = DOC.read_text(encoding="utf-8")[DOC.read_text(encoding="utf-8").index("## Conformance") :]
+    section = DOC.read_text(encoding="utf-8")[
+        DOC.read_text(encoding="utf-8").index("## Conformance") :
+    ]
     assert "python -m tests.cel.conformance" in section
     for name, t in by_file.items():
-        row = re.search(rf"^\| {name}(?: \(not in the bar\))? \| (\d+) \| (\d+) \| (\d+) \|", section, re.M)
+        row = re.search(
+            rf"^\| {name}(?: \(not in the bar\))? \| (\d+) \| (\d+) \| (\d+) \|", section, re.M
+        )
         assert row is not None, f"{name} is missing from the conformance table"
         assert tuple(int(g) for g in row.groups()) == (t.passed, t.failed, t.skipped), name
 

@@ -1,0 +1,1 @@
+"""The JSON Schemas of SchedulingPolicy and PolicyTest (data files)."""
