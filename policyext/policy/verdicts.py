@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -75,6 +76,16 @@ class NodeVerdict:
 
 
 @dataclass
+class Tally:
+    """What an evaluation did, by (policy, rule): for metrics and the decision log."""
+
+    infeasible: int = 0
+    rejections: Counter[tuple[str, str]] = field(default_factory=Counter)
+    audits: Counter[tuple[str, str]] = field(default_factory=Counter)
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+@dataclass
 class Evaluation:
     """The engine's answer for one pod and a list of nodes, in the order they were given.
 
@@ -93,6 +104,7 @@ class Evaluation:
     # score rules that failed, by (policy, rule): counted even without per-rule detail
     score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None
+    _tally: Tally | None = None
 
     @property
     def nodes(self) -> list[NodeVerdict]:
@@ -109,6 +121,24 @@ class Evaluation:
 
     def feasible(self) -> list[NodeVerdict]:
         return [v for v in self.nodes if v.feasible]
+
+    def tally(self) -> Tally:
+        """Per-rule counts of rejections, Audit would-rejects and errors (computed once)."""
+        if self._tally is None:
+            t = self._tally = Tally()
+            for v in self.verdicts.values():
+                if not v.feasible:
+                    t.infeasible += 1
+                for r in v.rejections:
+                    t.rejections[r.policy, r.rule] += 1
+                    if r.error is not None:
+                        t.errors[r.policy, r.rule] += 1
+                for r in v.audits:
+                    t.audits[r.policy, r.rule] += 1
+                for r in v.skipped:
+                    t.errors[r.policy, r.rule] += 1
+            t.errors.update(self.score_errors)
+        return self._tally
 
     def feasible_names(self) -> list[str]:
         infeasible = {i for i, v in self.verdicts.items() if not v.feasible}

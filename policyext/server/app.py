@@ -225,17 +225,13 @@ def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, secon
     record["policyVersion"] = ev.version if ev is not None else store.current.version
     record["pod"] = result.pod
     if ev is not None:
-        infeasible = [v for v in ev.verdicts.values() if not v.feasible]
-        record["feasible"] = len(ev.names) - len(infeasible)
-        rejections: dict[str, int] = {}
-        for v in infeasible:
-            for r in v.rejections:
-                rejections[r.rule_id] = rejections.get(r.rule_id, 0) + 1
-        record["rejectedBy"] = rejections
+        tally = ev.tally()
+        record["feasible"] = len(ev.names) - tally.infeasible
+        record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
         record["errors"] = ev.errors
     if result.error:
         record["error"] = result.error
-    decision_log.info(json.dumps(record, sort_keys=True))
+    decision_log.info(orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode())
     if decision_log.isEnabledFor(logging.DEBUG) and ev is not None:
         for v in ev.nodes:
             decision_log.debug(

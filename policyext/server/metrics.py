@@ -8,7 +8,6 @@ fork) writes them to files that /metrics aggregates, so every scrape sees the wh
 from __future__ import annotations
 
 import os
-from collections import Counter as Counter_
 from typing import Final
 
 from prometheus_client import (
@@ -135,25 +134,13 @@ class Metrics:
         self.evaluations.inc(ev.evaluations)
         if ev.errors:
             self.errors.inc(ev.errors)
-        # counted per rule first: a label lookup per node would cost more than the request
-        rejections: Counter_[tuple[str, str]] = Counter_()
-        audits: Counter_[tuple[str, str]] = Counter_()
-        errors: Counter_[tuple[str, str]] = Counter_()
-        for v in ev.verdicts.values():
-            for r in v.rejections:
-                rejections[r.policy, r.rule] += 1
-                if r.error is not None:
-                    errors[r.policy, r.rule] += 1
-            for r in v.audits:
-                audits[r.policy, r.rule] += 1
-            for r in v.skipped:
-                errors[r.policy, r.rule] += 1
-        errors.update(ev.score_errors)
-        for (policy, rule), n in rejections.items():
+        # counted per rule by the evaluation: a label lookup per node would cost more
+        tally = ev.tally()
+        for (policy, rule), n in tally.rejections.items():
             self.rejections.labels(policy, rule).inc(n)
-        for (policy, rule), n in audits.items():
+        for (policy, rule), n in tally.audits.items():
             self.audit_rejections.labels(policy, rule).inc(n)
-        for (policy, rule), n in errors.items():
+        for (policy, rule), n in tally.errors.items():
             self.rule_errors.labels(policy, rule).inc(n)
 
     def render(self) -> tuple[bytes, str]:
