@@ -167,6 +167,13 @@ def _loop(
     return run
 
 
+def _keep_and_transform(bodies: list[Fn]) -> tuple[Fn | None, Fn]:
+    """The bodies of map(x, [p,] t) and the transform macros: an optional filter first."""
+    if len(bodies) == 1:
+        return None, bodies[0]
+    return bodies[0], bodies[1]
+
+
 def _bool(v: object, macro: str) -> bool:
     if type(v) is not bool:
         raise no_such_overload(macro, v)
@@ -196,11 +203,7 @@ def _map(
     target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
 ) -> Fn:
     """map(x, t), map(x, p, t), filter(x, p), transformList(i, v, [p,] t)."""
-    if len(bodies) == 1:
-        (transform,) = bodies
-        keep: Fn | None = None
-    else:
-        keep, transform = bodies
+    keep, transform = _keep_and_transform(bodies)
 
     def run(a: Activation) -> list[object]:
         out: list[object] = []
@@ -237,11 +240,7 @@ def _transform_map(
     target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
 ) -> Fn:
     """transformMap(k, v, [p,] t): the same keys (indexes for a list), transformed values."""
-    keep: Fn | None = None
-    if len(bodies) == 1:
-        (transform,) = bodies
-    else:
-        keep, transform = bodies
+    keep, transform = _keep_and_transform(bodies)
 
     def run(a: Activation) -> dict[object, object]:
         out: dict[object, object] = {}
@@ -260,11 +259,7 @@ def _transform_map_entry(
     target: Fn, var: str, var2: str | None, bodies: list[Fn], cost: int, cost_key: object
 ) -> Fn:
     """transformMapEntry(k, v, [p,] t): t yields a map of entries to merge into the result."""
-    keep: Fn | None = None
-    if len(bodies) == 1:
-        (transform,) = bodies
-    else:
-        keep, transform = bodies
+    keep, transform = _keep_and_transform(bodies)
 
     def run(a: Activation) -> dict[object, object]:
         out: dict[object, object] = {}

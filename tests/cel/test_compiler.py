@@ -23,6 +23,7 @@ from policyext.cel import (
     UInt,
     compile,
 )
+from tests.cel.same import same
 
 # a node-like activation shared by the semantic tables
 X = {
@@ -42,25 +43,6 @@ ACTIVATION: dict[str, object] = {"x": X, "v": "outer"}
 def evaluate(source: str, activation: Mapping[str, object] | None = None) -> object:
     bindings = dict(ACTIVATION if activation is None else activation)
     return compile(source, dict.fromkeys(bindings, "dyn")).evaluate(bindings)
-
-
-def same(actual: object, expected: object) -> bool:
-    """Equal values of the same CEL type, all the way down: 1, 1u, 1.0 and true all differ."""
-    if type(actual) is not type(expected):
-        return False
-    if isinstance(actual, list) and isinstance(expected, list):
-        return len(actual) == len(expected) and all(map(same, actual, expected))
-    if isinstance(actual, dict) and isinstance(expected, dict):
-        return actual.keys() == expected.keys() and all(
-            same(actual[k], expected[k]) for k in actual
-        )
-    if isinstance(actual, Optional) and isinstance(expected, Optional):
-        if actual.has_value() != expected.has_value():
-            return False
-        return not actual.has_value() or same(actual.value, expected.value)
-    if isinstance(actual, float) and isinstance(expected, float) and math.isnan(expected):
-        return math.isnan(actual)
-    return actual == expected
 
 
 class Fails:

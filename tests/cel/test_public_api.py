@@ -9,7 +9,6 @@ text` or `syntax error: text` (rejected by `compile`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -27,32 +26,13 @@ from policyext.cel import (
     CELSyntaxError,
     CostLimitExceeded,
     Limits,
-    Optional,
     Program,
     UInt,
     compile,
 )
+from tests.cel.same import same
 
 DOC: Final = Path(__file__).resolve().parents[2] / "docs" / "cel.md"
-
-
-def same(actual: object, expected: object) -> bool:
-    """Equal values of the same CEL type, all the way down: 1, 1u, 1.0 and true all differ."""
-    if type(actual) is not type(expected):
-        return False
-    if isinstance(actual, list) and isinstance(expected, list):
-        return len(actual) == len(expected) and all(map(same, actual, expected))
-    if isinstance(actual, dict) and isinstance(expected, dict):
-        return actual.keys() == expected.keys() and all(
-            same(actual[k], expected[k]) for k in actual
-        )
-    if isinstance(actual, Optional) and isinstance(expected, Optional):
-        if actual.has_value() != expected.has_value():
-            return False
-        return not actual.has_value() or same(actual.value, expected.value)
-    if isinstance(actual, float) and isinstance(expected, float) and math.isnan(expected):
-        return math.isnan(actual)
-    return actual == expected
 
 
 # == the API ===============================================================================
