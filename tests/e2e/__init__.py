@@ -1,0 +1,1 @@
+"""End-to-end tests against a real etcd, kube-apiserver and kube-scheduler."""
