@@ -42,7 +42,7 @@ unit: $(STAMP)
 	$(BIN)/policyext test rules/
 
 conformance: $(STAMP)
-	$(BIN)/pytest -q tests/cel/test_conformance.py -s
+	$(BIN)/python -m tests.cel.conformance
 
 # the real control plane (etcd, kube-apiserver, kube-scheduler) is built from the Go module
 # proxy with the machine's Go on first use and cached outside the repository (~15 min once)
