@@ -85,6 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     _env_flag(serve, "--rules", "rules", help="policy files or folders (comma-separated)")
     _env_flag(serve, "--bind", "0.0.0.0:8888", metavar="HOST:PORT")
     _env_flag(serve, "--snapshot", None, metavar="FILE", help="Nodes and Pods to serve from")
+    _env_flag(serve, "--kubeconfig", None, metavar="FILE", help="watch and bind in this cluster")
+    serve.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=os.environ.get("POLICYEXT_IN_CLUSTER", "").lower() in ("1", "true", "yes"),
+        help="watch and bind in the cluster the extender runs in (its service account) "
+        "[env POLICYEXT_IN_CLUSTER]",
+    )
     _env_flag(serve, "--workers", "1", metavar="N")
     _env_flag(serve, "--threads", "4", metavar="N")
     _env_flag(serve, "--url-prefix", "", metavar="P", help="path prefix of the verbs")
@@ -163,10 +171,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail("--tls-cert and --tls-key go together")
     if args.tls_client_ca and not args.tls_cert:
         return _fail("--tls-client-ca needs --tls-cert and --tls-key")
+    if args.snapshot and (args.kubeconfig or args.in_cluster):
+        print("error: --snapshot and --kubeconfig/--in-cluster exclude each other", file=sys.stderr)
+        return EXIT_USAGE
     settings = Settings(
         rules=[p for p in str(args.rules).split(",") if p],
         bind=args.bind,
         snapshot=args.snapshot or None,
+        kubeconfig=args.kubeconfig or None,
+        in_cluster=bool(args.in_cluster),
         workers=workers,
         threads=_positive(args.threads, "--threads"),
         url_prefix=args.url_prefix,
@@ -186,6 +199,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             SnapshotSource.from_file(settings.snapshot)  # and on a snapshot it cannot read
         except SnapshotError as e:
+            return _fail(str(e))
+    if settings.kubeconfig or settings.in_cluster:
+        from policyext.cluster.client import (  # noqa: PLC0415 - kubernetes only to serve
+            ClientConfigError,
+            ClusterSettings,
+            load_configuration,
+        )
+
+        try:  # and on a connection it cannot configure
+            load_configuration(ClusterSettings(settings.kubeconfig, settings.in_cluster))
+        except ClientConfigError as e:
             return _fail(str(e))
     serve(settings)
     return EXIT_OK

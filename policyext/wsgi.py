@@ -18,10 +18,13 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from prometheus_client import multiprocess
 
+from policyext.cluster.binder import ClusterBinder
+from policyext.cluster.cache import ClusterSource
+from policyext.cluster.client import ClusterSettings, api_client
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import load_policy_set
 from policyext.policy.resources import NodeSource
-from policyext.server.app import DEFAULT_MAX_BODY, Options, create_app
+from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -33,6 +36,8 @@ class Settings:
     rules: list[str] = field(default_factory=list)
     bind: str = "0.0.0.0:8888"
     snapshot: str | None = None
+    kubeconfig: str | None = None
+    in_cluster: bool = False
     workers: int = 1
     threads: int = 4
     url_prefix: str = ""
@@ -70,6 +75,15 @@ def build_app(settings: Settings) -> Flask:
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
+    binder: Binder | None = None
+    api = api_client(ClusterSettings(settings.kubeconfig, settings.in_cluster))
+    if api is not None:
+        # per worker, after the fork: threads and connections do not survive one
+        live = ClusterSource(api)
+        live.start()
+        source = live
+        binder = ClusterBinder(api, live)
+        log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     status = store.reload(lambda: load_policy_set(settings.rules), ", ".join(settings.rules))
     metrics.reloads.labels("ok" if status.ok else "failed").inc()
     if status.ok:
@@ -80,7 +94,7 @@ def build_app(settings: Settings) -> Flask:
         if status.error:
             log.error("%s", status.error)
     options = Options(url_prefix=settings.url_prefix, max_body=settings.max_body)
-    app = create_app(store, source, None, metrics, options)
+    app = create_app(store, source, binder, metrics, options)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
     # collector from walking them on every collection (they are most of the heap)
     gc.collect()

@@ -1,0 +1,399 @@
+"""A node source backed by the live cluster: Nodes and Pods kept in step by watches.
+
+Readers (request threads) never take a lock: every node's state is one immutable
+`NodeEntry` (the node object, its cache key, its node information) that the writers (the
+two watch threads, and `assume` after a bind) replace whole under their lock. The pod
+accounting behind the node information is updated incrementally on every pod event, never
+recomputed per request, and each change publishes a NodeInfo with a new generation, so a
+result cached for the old one is never served again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from kubernetes import client as k8s
+
+from policyext.cluster.watch import Reflector
+from policyext.policy.frames import node_key
+from policyext.policy.resources import (
+    CORE_RESOURCES,
+    ZERO,
+    NodeInfo,
+    Resources,
+    add_into,
+    build_node_info,
+    node_allocatable,
+    pod_is_active,
+    pod_requests,
+    pod_summary,
+    subtract_from,
+)
+
+Json = dict[str, Any]
+# how long an assumed pod outlives watch events that still show it unbound (events written
+# before the binding, delivered after it)
+ASSUME_TTL: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEntry:
+    """What readers see of one node name: replaced whole, never changed in place. `node`
+    is None for a name that has pods bound to it but no Node object (yet)."""
+
+    node: Json | None
+    key: str | None
+    info: NodeInfo
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """A pod as it is counted on a node."""
+
+    node_name: str
+    requests: Resources
+    summary: dict[str, object]
+
+
+@dataclass(slots=True)
+class _NodePods:
+    """The writers' running totals for one node name."""
+
+    requested: Resources = field(default_factory=dict)
+    pods: dict[str, dict[str, object]] = field(default_factory=dict)  # uid -> summary
+
+
+class ClusterSource:
+    """Nodes and Pods of the cluster, answering "node by name" and "node information"."""
+
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        *,
+        watch_timeout: int = 300,
+        assume_ttl: float = ASSUME_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        core = k8s.CoreV1Api(api)
+        self.assume_ttl = assume_ttl
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, NodeEntry] = {}
+        self._keys: dict[int, tuple[Json, str]] = {}  # id(node) -> (node, key)
+        self._pods: dict[str, Json] = {}  # uid -> every pod seen, bound or not
+        self._uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
+        self._counted: dict[str, _Counted] = {}  # uid -> where it is counted
+        self._per_node: dict[str, _NodePods] = {}
+        self._assumed: dict[str, float] = {}  # uid -> when
+        self._generations = itertools.count(1)
+        self._heard = {"nodes": -math.inf, "pods": -math.inf}
+        nodes = _Handler(self._replace_nodes, self._apply_node, lambda: self._touch("nodes"))
+        pods = _Handler(self._replace_pods, self._apply_pod, lambda: self._touch("pods"))
+        self._nodes = Reflector(
+            "nodes", core.list_node, nodes, watch_timeout=watch_timeout, clock=clock
+        )
+        self._pod_watch = Reflector(
+            "pods", core.list_pod_for_all_namespaces, pods, watch_timeout=watch_timeout, clock=clock
+        )
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        """Start both watches (daemon threads); a restarted source lists again."""
+        self._nodes.start()
+        self._pod_watch.start()
+
+    def stop(self) -> None:
+        self._nodes.stop()
+        self._pod_watch.stop()
+
+    def relist(self) -> None:
+        """List both kinds again, as after a 410 Gone."""
+        self._nodes.request_relist()
+        self._pod_watch.request_relist()
+
+    def ready(self) -> bool:
+        """True once both initial lists are in."""
+        return self._nodes.synced.is_set() and self._pod_watch.synced.is_set()
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = self.clock() + timeout
+        for reflector in (self._nodes, self._pod_watch):
+            if not reflector.synced.wait(max(0.0, deadline - self.clock())):
+                return False
+        return True
+
+    def staleness_seconds(self) -> float:
+        """Seconds since the staler of the two watches last heard from the server (an event,
+        a bookmark, a new stream or a list); infinite before the first list."""
+        return self.clock() - min(self._heard.values())
+
+    @property
+    def relists(self) -> int:
+        return self._nodes.relists + self._pod_watch.relists
+
+    # -- the NodeSource interface (readers: no lock, one dictionary read per answer)
+
+    @property
+    def has_pods(self) -> bool:
+        return True
+
+    @property
+    def static_node_info(self) -> bool:
+        return False
+
+    def node_count(self) -> int:
+        return sum(1 for e in list(self._entries.values()) if e.node is not None)
+
+    def get_node(self, name: str) -> Json | None:
+        entry = self._entries.get(name)
+        return entry.node if entry is not None else None
+
+    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
+        keys = self._keys
+        out: list[str | None] = []
+        for node in nodes:
+            known = keys.get(id(node))
+            # the identity check: an id can be reused once a replaced node is collected
+            out.append(known[1] if known is not None and known[0] is node else None)
+        return out
+
+    def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
+        entry = self._entries.get(_name(node))
+        if entry is None:
+            return build_node_info(node_allocatable(node), {}, [], 0)
+        known = entry.node
+        if known is node or (known is not None and _version(known) == _version(node) != ""):
+            return entry.info
+        # another version of the node (sent in a request): its allocatable, our pods
+        info = entry.info
+        return build_node_info(
+            node_allocatable(node),
+            cast(Resources, info["requested"]),
+            cast(list[dict[str, object]], info["pods"]),
+            info.generation,
+        )
+
+    def pod_by_uid(self, uid: str) -> Json | None:
+        return self._pods.get(uid)
+
+    def pod(self, namespace: str, name: str) -> Json | None:
+        uid = self._uids.get((namespace, name))
+        return self._pods.get(uid) if uid is not None else None
+
+    # -- assume
+
+    def assume(
+        self, pod_namespace: str, pod_name: str, node_name: str, pod: Json | None = None
+    ) -> bool:
+        """Count a pod on a node now, right after binding it, as kube-scheduler's assume
+        cache does: the next pod of a burst must see it. The watch event of the binding
+        later takes over without counting it twice. `pod` is used when the watch has not
+        delivered the pod yet. False when the pod is unknown."""
+        with self._lock:
+            known = self.pod(pod_namespace, pod_name)
+            if pod is not None and (known is None or _uid(known) != _uid(pod)):
+                known = pod
+            if known is None or not _uid(known):
+                return False
+            uid = _uid(known)
+            self._pods[uid] = known
+            self._uids[(pod_namespace, pod_name)] = uid
+            counted = self._counted.get(uid)
+            if counted is not None and counted.node_name == node_name:
+                return True  # the watch was first: nothing to assume
+            self._assumed[uid] = self.clock()
+            self._count(uid, node_name, known)
+            return True
+
+    # -- writers (watch threads), under the lock
+
+    def _touch(self, kind: str) -> None:
+        self._heard[kind] = self.clock()
+
+    def _replace_nodes(self, items: list[Json], started: float) -> None:
+        with self._lock:
+            seen = set()
+            for node in items:
+                seen.add(_name(node))
+                self._upsert_node(node)
+            for name, entry in list(self._entries.items()):
+                if entry.node is not None and name not in seen:
+                    self._delete_node(name)
+            self._touch("nodes")
+
+    def _apply_node(self, kind: str, node: Json) -> None:
+        with self._lock:
+            if kind == "DELETED":
+                self._delete_node(_name(node))
+            else:
+                self._upsert_node(node)
+            self._touch("nodes")
+
+    def _upsert_node(self, node: Json) -> None:
+        _strip(node)
+        name = _name(node)
+        entry = self._entries.get(name)
+        old = entry.node if entry is not None else None
+        if old is not None:
+            if _version(old) == _version(node) != "":
+                return  # a relist repeating what the watch already delivered
+            self._keys.pop(id(old), None)
+        key = node_key(node)
+        if key is not None:
+            self._keys[id(node)] = (node, key)
+        self._publish(name, node)
+
+    def _delete_node(self, name: str) -> None:
+        entry = self._entries.get(name)
+        if entry is None or entry.node is None:
+            return
+        self._keys.pop(id(entry.node), None)
+        if self._per_node.get(name):
+            self._publish(name, None)  # its pods are still counted until they go
+        else:
+            del self._entries[name]
+
+    def _replace_pods(self, items: list[Json], started: float) -> None:
+        with self._lock:
+            seen = set()
+            for pod in items:
+                seen.add(_uid(pod))
+                self._upsert_pod(pod)
+            for uid in list(self._pods):
+                if uid in seen:
+                    continue
+                assumed = self._assumed.get(uid)
+                if assumed is not None and assumed >= started:
+                    continue  # bound and assumed after the list was taken
+                self._delete_pod(uid)
+            self._touch("pods")
+
+    def _apply_pod(self, kind: str, pod: Json) -> None:
+        with self._lock:
+            if kind == "DELETED":
+                self._delete_pod(_uid(pod))
+            else:
+                self._upsert_pod(pod)
+            self._touch("pods")
+
+    def _upsert_pod(self, pod: Json) -> None:
+        uid = _uid(pod)
+        if not uid:
+            return
+        _strip(pod)
+        meta = pod.get("metadata") or {}
+        self._pods[uid] = pod
+        self._uids[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = uid
+        node_name = _bound_to(pod)
+        if not node_name:
+            assumed = self._assumed.get(uid)
+            if assumed is not None and self.clock() - assumed < self.assume_ttl:
+                return  # an event from before the binding: the assumption stands
+            self._assumed.pop(uid, None)
+        else:
+            self._assumed.pop(uid, None)  # confirmed
+        self._count(uid, node_name if node_name and pod_is_active(pod) else "", pod)
+
+    def _delete_pod(self, uid: str) -> None:
+        pod = self._pods.pop(uid, None)
+        self._assumed.pop(uid, None)
+        if pod is not None:
+            meta = pod.get("metadata") or {}
+            name = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+            if self._uids.get(name) == uid:
+                del self._uids[name]
+        self._count(uid, "", None)
+
+    def _count(self, uid: str, node_name: str, pod: Json | None) -> None:
+        """Count the pod on `node_name` ("" for nowhere), replacing where it was counted."""
+        current = self._counted.get(uid)
+        new: _Counted | None = None
+        if node_name and pod is not None:
+            new = _Counted(node_name, pod_requests(pod), pod_summary(pod))
+            if new == current:
+                return
+        touched = set()
+        if current is not None:
+            totals = self._per_node[current.node_name]
+            subtract_from(totals.requested, current.requests)
+            _drop_zeros(totals.requested)
+            totals.pods.pop(uid, None)
+            if not totals.pods:
+                del self._per_node[current.node_name]
+            del self._counted[uid]
+            touched.add(current.node_name)
+        if new is not None:
+            totals = self._per_node.setdefault(node_name, _NodePods())
+            add_into(totals.requested, new.requests)
+            totals.pods[uid] = new.summary
+            self._counted[uid] = new
+            touched.add(node_name)
+        for name in touched:
+            entry = self._entries.get(name)
+            node = entry.node if entry is not None else None
+            if node is None and name not in self._per_node:
+                self._entries.pop(name, None)  # neither a node nor pods any more
+            else:
+                self._publish(name, node)
+
+    def _publish(self, name: str, node: Json | None) -> None:
+        totals = self._per_node.get(name) or _NodePods()
+        info = build_node_info(
+            node_allocatable(node) if node is not None else {},
+            totals.requested,
+            list(totals.pods.values()),
+            next(self._generations),
+        )
+        key = node_key(node) if node is not None else None
+        self._entries[name] = NodeEntry(node, key, info)
+
+
+@dataclass(frozen=True, slots=True)
+class _Handler:
+    """Binds one reflector to the source's writer methods for its kind."""
+
+    replace: Callable[[list[Json], float], None]
+    apply: Callable[[str, Json], None]
+    touched: Callable[[], None]
+
+
+def _strip(obj: Json) -> None:
+    """Drop what no policy reads and what costs the most memory (as kube-scheduler's
+    informers do): the managed fields, often larger than the rest of the object."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+
+
+def _drop_zeros(requested: Resources) -> None:
+    """A resource no pod requests any more disappears, as if never requested (cpu and
+    memory are always shown, by build_node_info)."""
+    for name in [n for n, q in requested.items() if n not in CORE_RESOURCES and q == ZERO]:
+        del requested[name]
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("uid", "") or "") if isinstance(meta, Mapping) else ""
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
+
+
+def _bound_to(pod: Mapping[str, Any]) -> str:
+    spec = pod.get("spec")
+    return str(spec.get("nodeName") or "") if isinstance(spec, Mapping) else ""

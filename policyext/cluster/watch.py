@@ -1,0 +1,256 @@
+"""List, then watch, one kind of object, for ever: the reflector of client-go, in Python.
+
+The objects stay raw JSON (the policies read them as the API server wrote them; the
+client's model classes would only cost time to build and to turn back into dicts). A
+dropped stream resumes from the last resourceVersion seen; a 410 Gone (the version fell
+out of the server's window) relists; other errors back off with jitter, so a restarted
+API server is not hit by every extender at the same instant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import orjson
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("policyext.cluster")
+
+Json = dict[str, Any]
+PAGE_SIZE: Final = 500
+BACKOFF_START: Final = 0.5
+BACKOFF_MAX: Final = 30.0
+CONNECT_TIMEOUT: Final = 10.0
+
+
+class Gone(Exception):
+    """The resourceVersion (or a list's continue token) is too old: start over."""
+
+
+# a generated list call of the client, e.g. `CoreV1Api.list_node`
+ListFunction = Callable[..., Any]
+
+
+class Handler(Protocol):
+    """What a reflector feeds: a whole list (replacing everything), then single events."""
+
+    def replace(self, items: list[Json], started: float) -> None: ...
+
+    def apply(self, kind: str, obj: Json) -> None: ...
+
+    def touched(self) -> None:
+        """Something was heard from the server (an event, a bookmark, a new stream)."""
+        ...
+
+
+@dataclass
+class Backoff:
+    """Exponential, with full jitter between half and all of the current step."""
+
+    start: float = BACKOFF_START
+    maximum: float = BACKOFF_MAX
+    failures: int = 0
+
+    def next_delay(self) -> float:
+        self.failures += 1
+        step = min(self.maximum, self.start * 2 ** (self.failures - 1))
+        return random.uniform(step / 2, step)
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class Reflector:
+    """One background thread that keeps a Handler in step with one resource."""
+
+    def __init__(
+        self,
+        name: str,
+        list_function: ListFunction,
+        handler: Handler,
+        *,
+        watch_timeout: int = 300,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.list_function = list_function
+        self.handler = handler
+        self.watch_timeout = watch_timeout
+        self.clock = clock
+        self.synced = threading.Event()
+        self.resource_version: str | None = None
+        self.relists = 0
+        self._stop = threading.Event()
+        self._relist = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._response: Any = None
+        self._backoff = Backoff()
+
+    # -- lifecycle
+
+    def start(self, resource_version: str | None = None) -> None:
+        """Start the thread: list first, or resume watching from `resource_version`."""
+        self._stop.clear()
+        self.resource_version = resource_version
+        if resource_version is None:
+            self.synced.clear()  # not in sync again until the list is in
+        if self._thread is not None and self._thread.is_alive():
+            return  # still running (or slow to stop): it carries on from here
+        self._thread = threading.Thread(
+            target=self._run, name=f"policyext-watch-{self.name}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._interrupt()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            if not thread.is_alive():  # else start() must not run a second one beside it
+                self._thread = None
+
+    def request_relist(self) -> None:
+        """List again at the next chance (and end the current stream to get there now)."""
+        self._relist.set()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        # A thread blocked reading a TLS socket is not woken by close(); shutdown() is.
+        response = self._response
+        connection = getattr(response, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    # -- the loop
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.resource_version is None or self._relist.is_set():
+                    self._relist.clear()
+                    self.resource_version = self._list()
+                    self.synced.set()
+                    self._backoff.reset()
+                self._watch()
+            except Gone:
+                log.info("%s: %s expired, relisting", self.name, self.resource_version)
+                self.resource_version = None
+            except Exception as e:  # network, server, decoding: all are retried
+                if self._stop.is_set():
+                    return
+                if self._relist.is_set():
+                    continue  # the stream was ended on purpose
+                delay = self._backoff.next_delay()
+                log.warning("%s: %s; retrying in %.1f s", self.name, _describe(e), delay)
+                self._stop.wait(delay)
+
+    def _list(self) -> str:
+        started = self.clock()
+        items: list[Json] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE_SIZE}
+            if token:
+                kwargs["_continue"] = token
+            page = self._call(kwargs, read_timeout=60.0)
+            try:
+                body = orjson.loads(page.data)
+            finally:
+                page.release_conn()
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                version = str(meta.get("resourceVersion", ""))
+                break
+        self.handler.replace(items, started)
+        self.relists += 1
+        log.info("%s: listed %d at resourceVersion %s", self.name, len(items), version)
+        return version
+
+    def _watch(self) -> None:
+        response = self._call(
+            {
+                "watch": True,
+                "resource_version": self.resource_version,
+                "allow_watch_bookmarks": True,
+                "timeout_seconds": self.watch_timeout,
+            },
+            read_timeout=self.watch_timeout + 30.0,
+        )
+        self._response = response
+        self.handler.touched()
+        try:
+            # after publishing the response: a stop or relist asked meanwhile is seen here,
+            # or its interrupt finds the response (one of the two, whatever the timing)
+            if self._stop.is_set() or self._relist.is_set():
+                return
+            for line in _lines(response):
+                if self._stop.is_set() or self._relist.is_set():
+                    return
+                event = orjson.loads(line)
+                self._event(event.get("type", ""), event.get("object") or {})
+                # only a stream that delivers counts as recovered: one that fails at once
+                # after connecting must keep backing off
+                self._backoff.reset()
+        finally:
+            self._response = None
+            response.close()  # possibly shut down under us: never back into the pool
+
+    def _event(self, kind: str, obj: Json) -> None:
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone(str(obj.get("message", "")))
+            raise RuntimeError(f"watch error: {obj.get('message', obj)}")
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind != "BOOKMARK":
+            self.handler.apply(kind, obj)
+        else:
+            self.handler.touched()
+        if version:
+            self.resource_version = str(version)
+
+    def _call(self, kwargs: dict[str, Any], read_timeout: float) -> Any:
+        try:
+            return self.list_function(
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT, read_timeout),
+                **kwargs,
+            )
+        except ApiException as e:
+            if e.status == 410:
+                raise Gone(str(e.reason)) from e
+            raise
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """The newline-separated JSON events of a watch stream, as they arrive."""
+    pending = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        pending += chunk
+        while True:
+            end = pending.find(b"\n")
+            if end < 0:
+                break
+            line, pending = pending[:end], pending[end + 1 :]
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, ApiException):
+        return f"HTTP {error.status} {error.reason}"
+    return f"{type(error).__name__}: {error}"
