@@ -104,39 +104,11 @@ def _replay(base: Fn, steps: list[tuple[bool, str, bool]]) -> Fn:
 
 
 def _strict(base_code: Code, keys: list[str], slow: Fn) -> Fn:
+    """A chain without optional steps. Chains that start at a variable (nearly all of a
+    policy's) index it inline, unrolled; a chain over a computed value (`f(x).a`) loops."""
     if base_code.path is not None and not base_code.path[1]:
         return _strict_from_root(base_code.path[0], keys, slow)
     base = base_code.fn
-    if len(keys) == 1:
-        (k0,) = keys
-
-        def chain1(a: Activation) -> object:
-            try:
-                return base(a)[k0]
-            except _FAST_ERRORS:
-                return slow(a)
-
-        return chain1
-    if len(keys) == 2:
-        k0, k1 = keys
-
-        def chain2(a: Activation) -> object:
-            try:
-                return base(a)[k0][k1]
-            except _FAST_ERRORS:
-                return slow(a)
-
-        return chain2
-    if len(keys) == 3:
-        k0, k1, k2 = keys
-
-        def chain3(a: Activation) -> object:
-            try:
-                return base(a)[k0][k1][k2]
-            except _FAST_ERRORS:
-                return slow(a)
-
-        return chain3
 
     def chain(a: Activation) -> object:
         try:
