@@ -23,7 +23,8 @@ from tests.e2e.binaries import (
     version_key,
 )
 from tests.e2e.binaries import log as binaries_log
-from tests.e2e.controlplane import ControlPlane, KubeClient
+from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient
+from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
 
 DEFAULT_SCHEDULER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -89,6 +90,15 @@ def default_scheduler(control_plane: ControlPlane) -> str:
     """Runs the stock kube-scheduler for the session; returns its scheduler name."""
     control_plane.start_scheduler(DEFAULT_SCHEDULER_CONFIG, name="default-scheduler")
     return "default-scheduler"
+
+
+@pytest.fixture(scope="session")
+def policyext_kubeconfig(control_plane: ControlPlane) -> Path:
+    """A kubeconfig of the `policyext` identity, granted exactly the extender's RBAC (the
+    Helm chart's): what every extender of the e2e tests runs with."""
+    grant_extender_rbac(control_plane.client())
+    wait_until_granted(control_plane.client(POLICYEXT))
+    return control_plane.write_kubeconfig(POLICYEXT, control_plane.workdir / "policyext.kubeconfig")
 
 
 @pytest.fixture

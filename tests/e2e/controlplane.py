@@ -602,10 +602,25 @@ class ControlPlane:
                 "--v=1",
             ],
         )
+        self._wait_apiserver(apiserver)
+
+    def _wait_apiserver(self, apiserver: Component) -> None:
         admin = self.identities[ADMIN].token
         context = self._context
         assert context is not None
         apiserver.wait_ready(lambda: _https_ok(self.api_port, "/readyz", context, admin), 120)
+
+    def stop_apiserver(self) -> None:
+        """Stops kube-apiserver alone; etcd, and so every object, stays."""
+        self.components["kube-apiserver"].stop()
+
+    def start_apiserver(self) -> None:
+        """Starts kube-apiserver again, on the same port with the same flags, and waits
+        until it is ready."""
+        apiserver = self.components["kube-apiserver"]
+        if not apiserver.running():
+            apiserver.start()
+        self._wait_apiserver(apiserver)
 
     def start_scheduler(
         self, config: str, *, name: str = "kube-scheduler", args: Sequence[str] = ()
@@ -679,8 +694,9 @@ class ControlPlane:
         assert self._context is not None, "start the control plane first"
         return KubeClient(self.api_port, self.identities[identity].token, self._context)
 
-    def write_kubeconfig(self, identity: str, path: Path) -> Path:
-        """A kubeconfig for one of the harness's identities (e.g. for policyext itself)."""
+    def write_kubeconfig(self, identity: str, path: Path, server: str | None = None) -> Path:
+        """A kubeconfig for one of the harness's identities (e.g. for policyext itself);
+        `server` replaces the API server's address (e.g. a relay in front of it)."""
         who = self.identities[identity]
         document = {
             "apiVersion": "v1",
@@ -688,7 +704,10 @@ class ControlPlane:
             "clusters": [
                 {
                     "name": "e2e",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)},
+                    "cluster": {
+                        "server": server or self.server,
+                        "certificate-authority": str(self.ca_file),
+                    },
                 }
             ],
             "users": [{"name": who.user, "user": {"token": who.token}}],

@@ -466,10 +466,13 @@ def _get(url: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def policy_scheduler(
-    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+    control_plane: ControlPlane,
+    policyext_kubeconfig: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
-    """Our extender (`policyext serve --kubeconfig`) and a kube-scheduler profile that
-    calls it and lets it bind; yields the extender's URL."""
+    """Our extender (`policyext serve --kubeconfig`, as the `policyext` identity with the
+    extender's RBAC) and a kube-scheduler profile that calls it and lets it bind; yields
+    the extender's URL."""
     folder = tmp_path_factory.mktemp("policy-scheduler")
     rules = folder / "rules"
     rules.mkdir()
@@ -488,7 +491,7 @@ def policy_scheduler(
         _policyext(
             "serve",
             "--kubeconfig",
-            str(control_plane.admin_kubeconfig),
+            str(policyext_kubeconfig),
             "--rules",
             str(rules),
             "--bind",

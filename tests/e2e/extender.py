@@ -1,0 +1,158 @@
+"""`policyext serve` against the harness's cluster, as an operator runs it, and ways to look
+at it from outside: its HTTP endpoints, and a probe policy whose scores report what the
+extender's caches hold (so a test sees the extender's view without any debug endpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from tests.e2e.controlplane import Component, ControlPlane, free_port, pod
+
+Json = dict[str, Any]
+T = TypeVar("T")
+
+PROBE_LABEL: Final = "e2e-probe"
+MARK_LABEL: Final = "e2e-mark"
+# Matches only probe pods (never created, only sent to /explain): its score values are the
+# extender's node information and a node label, as its caches hold them right now.
+PROBE_POLICY: Final = f"""\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: e2e-probe
+spec:
+  match:
+    podSelector:
+      matchLabels:
+        {PROBE_LABEL}: "true"
+  scores:
+    - name: pods-seen
+      expression: "nodeInfo.podCount"
+    - name: mark-seen
+      expression: "int(node.metadata.?labels[?'{MARK_LABEL}'].orValue('0'))"
+"""
+
+
+def policyext_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "policyext.cli", *args]
+
+
+def scheduler_config(url: str, scheduler_name: str, *extra: str) -> str:
+    """The KubeSchedulerConfiguration `policyext config` prints for a user to paste."""
+    return subprocess.run(
+        policyext_argv(
+            "config", "--url", url, "--bind", "--scheduler-name", scheduler_name, *extra
+        ),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class Extender:
+    """One `policyext serve --kubeconfig` process; stopped and started at will."""
+
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        kubeconfig: Path,
+        rules: Sequence[Path],
+        *,
+        name: str = "policyext",
+        args: Sequence[str] = (),
+    ) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = ["serve", "--kubeconfig", str(kubeconfig), "--bind", f"127.0.0.1:{self.port}"]
+        for path in rules:
+            argv += ["--rules", str(path)]
+        self.component = Component(
+            name, policyext_argv(*argv, *args), control_plane.logdir / f"{name}.log"
+        )
+
+    def start(self, *, wait: bool = True, timeout: float = 30.0) -> None:
+        self.component.start()
+        if wait:
+            self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        # ready once the policies are loaded and both watches have listed
+        self.component.wait_ready(lambda: self.get("/readyz")[0] == 200, timeout)
+
+    def stop(self) -> None:
+        self.component.stop()
+
+    def kill(self) -> None:
+        """SIGKILL, no grace: a crash, not a shutdown."""
+        self.component.stop(grace=0)
+
+    def get(self, path: str) -> tuple[int, Json | str]:
+        return self._call(urllib.request.Request(self.url + path))
+
+    def post(self, path: str, body: Json) -> tuple[int, Json | str]:
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        return self._call(request)
+
+    def _call(self, request: urllib.request.Request) -> tuple[int, Json | str]:
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, _decode(response.read())
+        except urllib.error.HTTPError as e:
+            return e.code, _decode(e.read())
+        except OSError:
+            return 0, ""
+
+    def metric(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """One sample of /metrics, or None when the series is not there."""
+        _, text = self.get("/metrics")
+        wanted = ",".join(f'{k}="{v}"' for k, v in (labels or {}).items())
+        prefix = f"{name}{{{wanted}}} " if wanted else f"{name} "
+        for line in str(text).splitlines():
+            if line.startswith(prefix):
+                return float(line[len(prefix) :])
+        return None
+
+    def probe(self, nodes: Sequence[str]) -> dict[str, dict[str, float]]:
+        """The probe policy's score values per node: {"pods-seen": n, "mark-seen": m}."""
+        manifest = pod("probe", labels={PROBE_LABEL: "true"})
+        manifest["metadata"].update(namespace="default", uid="00000000-e2e-probe")
+        status, reply = self.post("/explain", {"Pod": manifest, "NodeNames": list(nodes)})
+        if status != 200 or not isinstance(reply, dict):
+            raise AssertionError(f"/explain answered {status}: {reply}")
+        return {
+            v["name"]: {s["rule"]: s["value"] for s in v["scores"] if s["policy"] == "e2e-probe"}
+            for v in reply["nodes"]
+        }
+
+
+def _decode(raw: bytes) -> Json | str:
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+    return decoded if isinstance(decoded, dict) else raw.decode(errors="replace")
+
+
+def eventually(probe: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05) -> T:
+    """The first truthy value of `probe()`, polled until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met after {timeout:.0f} s")
+        time.sleep(interval)
