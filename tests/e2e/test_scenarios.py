@@ -1,0 +1,293 @@
+"""Scheduling through the extender, as the cluster shows it: where pods land, what a pod
+that fits nowhere says, who bound it, whom preemption evicts.
+
+One extender (as the `policyext` identity, with the chart's RBAC) and one kube-scheduler
+profile that calls it serve the whole module; every test makes its own nodes and pods.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
+from tests.e2e.extender import PROBE_POLICY, Extender, eventually, scheduler_config
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULER = "policy-scenarios"
+NOBODY = "no-such-scheduler"
+
+POLICIES = {
+    "critical-off-spot.yaml": """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: critical-off-spot
+spec:
+  match:
+    podSelector:
+      matchLabels:
+        critical: "true"
+  filters:
+    - name: no-spot-nodes
+      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
+      message: "critical pods do not run on spot nodes"
+      unresolvable: true
+""",
+    "prefer-gold.yaml": """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: prefer-gold
+spec:
+  scores:
+    - name: gold-tier
+      expression: "node.metadata.?labels[?'tier'].orValue('') == 'gold' ? 10 : 0"
+""",
+    # resolvable on purpose: the scheduler then offers the node to preemption, and only
+    # our preempt verb can tell it that evicting pods there would not help
+    "high-tier-off-batch.yaml": """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: high-tier-off-batch
+spec:
+  match:
+    podSelector:
+      matchLabels:
+        tier: high
+  filters:
+    - name: not-on-batch-pool
+      expression: "node.metadata.?labels[?'pool'].orValue('') != 'batch'"
+      message: "high-tier pods stay off the batch pool"
+""",
+    "e2e-probe.yaml": PROBE_POLICY,
+}
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def extender(
+    control_plane: ControlPlane,
+    policyext_kubeconfig: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Extender]:
+    rules = tmp_path_factory.mktemp("scenario-rules")
+    for name, text in POLICIES.items():
+        (rules / name).write_text(text)
+    server = Extender(control_plane, policyext_kubeconfig, [rules], name="policyext-scenarios")
+    server.start()
+    try:
+        control_plane.start_scheduler(scheduler_config(server.url, SCHEDULER), name=SCHEDULER)
+        yield server
+    finally:
+        if SCHEDULER in control_plane.components:
+            control_plane.stop_component(SCHEDULER)
+        server.stop()
+
+
+def _create(admin: KubeClient, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    return admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
+
+
+def _bound_node(admin: KubeClient, namespace: str, name: str, timeout: float = 30) -> str:
+    seen = admin.wait_for(
+        f"/api/v1/namespaces/{namespace}/pods/{name}",
+        lambda p: bool(p["spec"].get("nodeName")),
+        timeout,
+    )
+    return str(seen["spec"]["nodeName"])
+
+
+def _events(admin: KubeClient, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
+    listed = admin.get(
+        f"/api/v1/namespaces/{namespace}/events",
+        fieldSelector=f"involvedObject.name={name},reason={reason}",
+    )
+    return list(listed["items"])
+
+
+# --------------------------------------------------------------------------- placement
+
+
+@pytest.mark.parametrize(
+    ("labels", "nodes", "lands_on"),
+    [
+        # the gold spot node scores as well, but a critical pod may not go there
+        (
+            {"critical": "true"},
+            {"spot-gold": {"lifecycle": "spot", "tier": "gold"}, "gold": {"tier": "gold"}, "a": {}},
+            "gold",
+        ),
+        # identical nodes: the in-tree scores tie, ours decides
+        ({}, {"a": {}, "gold": {"tier": "gold"}, "b": {}}, "gold"),
+        ({"critical": "true"}, {"spot": {"lifecycle": "spot"}, "plain": {}}, "plain"),
+    ],
+)
+def test_a_pod_lands_only_where_the_policies_allow_and_on_our_best_scored_node(
+    admin: KubeClient,
+    namespace: str,
+    extender: Extender,
+    labels: dict[str, str],
+    nodes: dict[str, dict[str, str]],
+    lands_on: str,
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    for name, node_labels in nodes.items():
+        admin.create_fake_node(fake_node(f"{name}-{suffix}", labels=node_labels))
+    names = [_unique("pod") for _ in range(2)]
+    for name in names:
+        _create(admin, namespace, pod(name, scheduler_name=SCHEDULER, labels=labels))
+
+    placed = {_bound_node(admin, namespace, name) for name in names}
+
+    assert placed == {f"{lands_on}-{suffix}"}
+
+
+def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    for _ in range(2):
+        admin.create_fake_node(fake_node(_unique("spot"), labels={"lifecycle": "spot"}))
+    name = _unique("pod")
+    _create(admin, namespace, pod(name, scheduler_name=SCHEDULER, labels={"critical": "true"}))
+
+    events = eventually(lambda: _events(admin, namespace, name, "FailedScheduling"), timeout=30)
+
+    message = events[0]["message"]
+    assert "critical pods do not run on spot nodes" in message
+    assert message.startswith("0/")  # the scheduler's own summary, with our reason in it
+    stored = admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    assert not stored["spec"].get("nodeName")
+    condition = {c["type"]: c for c in stored["status"].get("conditions", [])}["PodScheduled"]
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+
+
+# --------------------------------------------------------------------------- binding
+
+
+def test_pods_are_bound_by_our_bind_verb_and_counted_by_the_extender_at_once(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    node = _unique("node")
+    admin.create_fake_node(fake_node(node))
+    binds = extender.metric("policyext_requests_total", {"code": "200", "verb": "bind"}) or 0
+    names = [_unique("pod") for _ in range(3)]
+    for name in names:
+        _create(admin, namespace, pod(name, scheduler_name=SCHEDULER))
+
+    for name in names:
+        assert _bound_node(admin, namespace, name) == node
+        stored = admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        condition = {c["type"]: c for c in stored["status"]["conditions"]}["PodScheduled"]
+        assert condition["status"] == "True"
+        assert eventually(lambda n=name: _events(admin, namespace, n, "Scheduled"))
+
+    # an extender that binds replaces the scheduler's binder: every bind was ours
+    after = extender.metric("policyext_requests_total", {"code": "200", "verb": "bind"})
+    assert after == binds + len(names)
+    assert extender.probe([node])[node]["pods-seen"] == len(names)
+
+
+@pytest.mark.parametrize(
+    ("second", "error"),
+    [
+        ("same node", ""),
+        ("other node", "is already bound to node"),
+        ("other uid", "was replaced"),
+    ],
+)
+def test_a_second_bind_through_the_service_succeeds_only_for_the_same_pod_and_node(
+    admin: KubeClient, namespace: str, extender: Extender, second: str, error: str
+) -> None:
+    first, other = _unique("node"), _unique("node")
+    for name in (first, other):
+        admin.create_fake_node(fake_node(name))
+    name = _unique("pod")
+    uid = _create(admin, namespace, pod(name, scheduler_name=NOBODY))["metadata"]["uid"]
+
+    def bind(node: str, pod_uid: str) -> Any:
+        status, reply = extender.post(
+            "/bind", {"PodName": name, "PodNamespace": namespace, "PodUID": pod_uid, "Node": node}
+        )
+        assert status == 200
+        return reply
+
+    assert bind(first, uid) == {"Error": ""}
+    again = {
+        "same node": (first, uid),
+        "other node": (other, uid),
+        "other uid": (first, str(uuid.uuid4())),
+    }[second]
+    reply = bind(*again)
+
+    assert (error in reply["Error"]) if error else reply == {"Error": ""}
+    assert admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")["spec"]["nodeName"] == first
+    seen = extender.probe([first, other])
+    assert (seen[first]["pods-seen"], seen[other]["pods-seen"]) == (1, 0)
+
+
+# --------------------------------------------------------------------------- preemption
+
+
+@pytest.fixture
+def priority_classes(admin: KubeClient) -> Iterator[dict[str, str]]:
+    """Three PriorityClasses, lowest to highest, removed after the test."""
+    suffix = uuid.uuid4().hex[:6]
+    classes = {"lowest": 10, "low": 100, "high": 1000}
+    names = {key: f"e2e-{key}-{suffix}" for key in classes}
+    for key, value in classes.items():
+        admin.create(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"metadata": {"name": names[key]}, "value": value},
+        )
+    yield names
+    for name in names.values():
+        admin.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def test_preemption_evicts_only_on_a_node_our_policies_allow(
+    admin: KubeClient, namespace: str, extender: Extender, priority_classes: dict[str, str]
+) -> None:
+    batch, allowed = _unique("batch"), _unique("general")
+    admin.create_fake_node(fake_node(batch, cpu="1", labels={"pool": "batch"}))
+    admin.create_fake_node(fake_node(allowed, cpu="1"))
+    # the batch node's pods are the cheaper victims: left to itself, the scheduler would
+    # evict there, where the preemptor may not run
+    victims = {batch: (_unique("victim"), "lowest"), allowed: (_unique("victim"), "low")}
+    for node, (name, priority) in victims.items():
+        manifest = pod(name, scheduler_name=NOBODY, cpu="800m")
+        manifest["spec"].update(nodeName=node, priorityClassName=priority_classes[priority])
+        _create(admin, namespace, manifest)
+    eventually(lambda: all(extender.probe([batch, allowed])[n]["pods-seen"] == 1 for n in victims))
+
+    preemptor = _unique("preemptor")
+    manifest = pod(preemptor, scheduler_name=SCHEDULER, cpu="500m", labels={"tier": "high"})
+    manifest["spec"]["priorityClassName"] = priority_classes["high"]
+    _create(admin, namespace, manifest)
+
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    nominated = admin.wait_for(
+        f"{path}/{preemptor}", lambda p: bool(p["status"].get("nominatedNodeName")), 30
+    )
+    assert nominated["status"]["nominatedNodeName"] == allowed
+    # the victims are deleted after the nomination (asynchronous preemption); no kubelet
+    # is there to finish a graceful delete, so the victim stays, marked
+    admin.wait_for(
+        f"{path}/{victims[allowed][0]}", lambda p: bool(p["metadata"].get("deletionTimestamp"))
+    )
+    survivor = admin.get(f"{path}/{victims[batch][0]}")
+    assert not survivor["metadata"].get("deletionTimestamp")
+
+    # finish the eviction as a kubelet would: the preemptor then lands where it was nominated
+    admin.delete(f"{path}/{victims[allowed][0]}", gracePeriodSeconds="0")
+    assert _bound_node(admin, namespace, preemptor) == allowed
+    assert admin.get(f"{path}/{victims[batch][0]}")["spec"]["nodeName"] == batch
