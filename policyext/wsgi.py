@@ -81,6 +81,7 @@ def build_app(settings: Settings) -> Flask:
         # per worker, after the fork: threads and connections do not survive one
         live = ClusterSource(api)
         live.start()
+        metrics.watch_caches(live)
         source = live
         binder = ClusterBinder(api, live)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")

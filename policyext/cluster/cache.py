@@ -43,6 +43,15 @@ ASSUME_TTL: Final = 30.0
 
 
 @dataclass(frozen=True, slots=True)
+class WatchStats:
+    resource: str
+    staleness_seconds: float  # since the server was last heard from about this resource
+    relists: int
+    synced: bool
+    last_error: str
+
+
+@dataclass(frozen=True, slots=True)
 class NodeEntry:
     """What readers see of one node name: replaced whole, never changed in place. `node`
     is None for a name that has pods bound to it but no Node object (yet)."""
@@ -137,6 +146,23 @@ class ClusterSource:
     @property
     def relists(self) -> int:
         return self._nodes.relists + self._pod_watch.relists
+
+    def watch_stats(self) -> list[WatchStats]:
+        """Per watched resource, for the metrics (read at scrape time)."""
+        now = self.clock()
+        return [
+            WatchStats(
+                r.name, now - self._heard[r.name], r.relists, r.synced.is_set(), r.last_error
+            )
+            for r in (self._nodes, self._pod_watch)
+        ]
+
+    def sync_problem(self) -> str:
+        """Why the source is not in sync, for /readyz ("" when it is)."""
+        waiting = [s for s in self.watch_stats() if not s.synced]
+        return "; ".join(
+            f"{s.resource}: {s.last_error or 'the initial list is not in yet'}" for s in waiting
+        )
 
     # -- the NodeSource interface (readers: no lock, one dictionary read per answer)
 

@@ -88,6 +88,7 @@ class Reflector:
         self.synced = threading.Event()
         self.resource_version: str | None = None
         self.relists = 0
+        self.last_error = ""  # why the last list or watch failed; "" once one works again
         self._stop = threading.Event()
         self._relist = threading.Event()
         self._thread: threading.Thread | None = None
@@ -152,7 +153,8 @@ class Reflector:
                 if self._relist.is_set():
                     continue  # the stream was ended on purpose
                 delay = self._backoff.next_delay()
-                log.warning("%s: %s; retrying in %.1f s", self.name, _describe(e), delay)
+                self.last_error = f"{_describe(e)}; retrying in {delay:.1f} s"
+                log.warning("%s: %s", self.name, self.last_error)
                 self._stop.wait(delay)
 
     def _list(self) -> str:
@@ -176,6 +178,7 @@ class Reflector:
                 break
         self.handler.replace(items, started)
         self.relists += 1
+        self.last_error = ""
         log.info("%s: listed %d at resourceVersion %s", self.name, len(items), version)
         return version
 
@@ -190,6 +193,7 @@ class Reflector:
             read_timeout=self.watch_timeout + 30.0,
         )
         self._response = response
+        self.last_error = ""
         self.handler.touched()
         try:
             # after publishing the response: a stop or relist asked meanwhile is seen here,

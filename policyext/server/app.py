@@ -255,6 +255,9 @@ def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dic
         ready_fn = getattr(source, "ready", None)
         synced = bool(ready_fn()) if callable(ready_fn) else True
         checks["nodeSource"] = "synced" if synced else "not synced"
+        problem = getattr(source, "sync_problem", None)
+        if not synced and callable(problem) and (why := problem()):
+            checks["nodeSource"] = f"not synced: {why}"
         ready = ready and synced
     status = store.status
     if status is not None and not status.ok:

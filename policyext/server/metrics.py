@@ -8,7 +8,8 @@ fork) writes them to files that /metrics aggregates, so every scrape sees the wh
 from __future__ import annotations
 
 import os
-from typing import Final
+from collections.abc import Iterator, Sequence
+from typing import Final, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -20,6 +21,8 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from policyext.policy.engine import Evaluation
 
@@ -42,6 +45,60 @@ LATENCY_BUCKETS: Final = (
     5.0,
 )
 NODE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000)
+
+
+class WatchState(Protocol):
+    """One watched resource of a live node source (cluster.cache.WatchStats has this shape)."""
+
+    @property
+    def resource(self) -> str: ...
+
+    @property
+    def staleness_seconds(self) -> float: ...
+
+    @property
+    def relists(self) -> int: ...
+
+    @property
+    def synced(self) -> bool: ...
+
+
+class WatchedSource(Protocol):
+    def watch_stats(self) -> Sequence[WatchState]: ...
+
+
+class CacheCollector(Collector):
+    """The caches' health, read from the source when /metrics is scraped (so staleness is
+    exact at that moment and nothing is written on the request path). With several
+    workers, each scrape reports the caches of the worker that answers it."""
+
+    def __init__(self, source: WatchedSource) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        staleness = GaugeMetricFamily(
+            "policyext_cache_staleness_seconds",
+            "Seconds since the API server was last heard from about this resource (an event,"
+            " a bookmark, a new watch or a list); +Inf before the first list.",
+            labels=["resource"],
+        )
+        relists = CounterMetricFamily(
+            "policyext_cache_relists",
+            "Full lists of this resource (the first, then one after every 410 Gone).",
+            labels=["resource"],
+        )
+        synced = GaugeMetricFamily(
+            "policyext_cache_synced",
+            "1 once the resource's initial list is in, else 0.",
+            labels=["resource"],
+        )
+        for state in self.source.watch_stats():
+            staleness.add_metric([state.resource], state.staleness_seconds)
+            relists.add_metric([state.resource], state.relists)
+            synced.add_metric([state.resource], 1.0 if state.synced else 0.0)
+        yield staleness
+        yield relists
+        yield synced
 
 
 class Metrics:
@@ -115,6 +172,12 @@ class Metrics:
             multiprocess_mode="liveall",
         )
         self._version = ""
+        self._caches: CacheCollector | None = None
+
+    def watch_caches(self, source: WatchedSource) -> None:
+        """Report a live node source's caches at every scrape."""
+        self._caches = CacheCollector(source)
+        self.registry.register(self._caches)
 
     def set_policy(self, version: str, rules: int) -> None:
         if version != self._version:
@@ -147,5 +210,7 @@ class Metrics:
         if self.multiprocess:
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            if self._caches is not None:  # per process: not in the shared files
+                registry.register(self._caches)
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
