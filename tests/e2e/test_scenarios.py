@@ -7,6 +7,8 @@ profile that calls it serve the whole module; every test makes its own nodes and
 
 from __future__ import annotations
 
+import statistics
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,3 +293,35 @@ def test_preemption_evicts_only_on_a_node_our_policies_allow(
     admin.delete(f"{path}/{victims[allowed][0]}", gracePeriodSeconds="0")
     assert _bound_node(admin, namespace, preemptor) == allowed
     assert admin.get(f"{path}/{victims[batch][0]}")["spec"]["nodeName"] == batch
+
+
+# --------------------------------------------------------------------------- visibility
+
+VISIBILITY_PODS = 50
+
+
+def test_a_pod_bound_by_someone_else_shows_in_the_extenders_node_information_quickly(
+    admin: KubeClient, namespace: str, extender: Extender, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The figures in docs/architecture.md ("Pods bound by someone else") come from here:
+    run with `-s` to see them."""
+    node = _unique("node")
+    admin.create_fake_node(fake_node(node, cpu="64", pods=VISIBILITY_PODS + 10))
+    delays: list[float] = []
+    for count in range(1, VISIBILITY_PODS + 1):
+        manifest = pod(_unique("bound"), scheduler_name=NOBODY, cpu="10m")
+        manifest["spec"]["nodeName"] = node  # bound at creation, as a DaemonSet's pods are
+        _create(admin, namespace, manifest)
+        stored = time.monotonic()  # the API server has it from here on
+        eventually(lambda c=count: extender.probe([node])[node]["pods-seen"] == c, interval=0.002)
+        delays.append(time.monotonic() - stored)
+
+    delays.sort()
+    median = statistics.median(delays)
+    p99 = delays[min(len(delays) - 1, round(0.99 * (len(delays) - 1)))]
+    with capsys.disabled():
+        print(
+            f"\npod visibility over {len(delays)} pods: median {median * 1000:.1f} ms, "
+            f"p99 {p99 * 1000:.1f} ms, max {delays[-1] * 1000:.1f} ms"
+        )
+    assert p99 < 2.0
