@@ -112,6 +112,11 @@ def render_markdown(run: Run) -> str:
         " this page: every figure below comes from one run on one machine, so the ratios compare"
         " servers measured side by side.\n"
     )
+    add(
+        "kube-scheduler's throughput with and without policyext (a real control plane, 500"
+        " nodes, 1,000 pods) is measured separately: [benchmarks-throughput.md]"
+        "(benchmarks-throughput.md), by `python -m bench.throughput`.\n"
+    )
     add("## Machine\n")
     m = run.machine
     add("| CPU | cores | OS | Python | Go | load average at start |\n|---|---|---|---|---|---|")
