@@ -1,9 +1,10 @@
 """`python -m bench.throughput`: kube-scheduler's throughput with and without policyext.
 
 One real control plane (the e2e harness's etcd and kube-apiserver), fake Nodes, and per
-round two runs on the same cluster: the stock scheduler, then a scheduler calling our
+round three runs on the same cluster: the stock scheduler, then a scheduler calling our
 extender exactly as `policyext config --bind` configures it (filter, prioritize, preempt,
-bind; nodeCacheCapable) with the policies in rules/. Each run creates its pods while no
+bind; nodeCacheCapable), serving the example policies of rules/, then the same serving the
+benchmark policy of bench/policy.py. Each run creates its pods while no
 scheduler of theirs is running, starts the scheduler, and times the bindings as a watch
 sees them: the rate from the first binding to the last is the scheduler's own, without
 its start-up or the pods' creation. The pods are deleted before the next run, so every run
@@ -29,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from bench import policy
 from bench.report import describe_machine
 from tests.e2e.binaries import KUBERNETES_VERSION, ensure_binaries
 from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient, fake_node, pod
@@ -55,6 +57,8 @@ class RunResult:
     startup_seconds: float  # scheduler process start to its first binding
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     extender_ms: dict[str, float] = field(default_factory=dict)  # mean per call, by verb
+    scheduler_ms: dict[str, float] = field(default_factory=dict)  # mean per pod, by phase
+    round: int = 0
 
     @property
     def pods_per_second(self) -> float:
@@ -177,6 +181,36 @@ def _verb_means(extender: Extender) -> dict[str, float]:
     return {v: 1000 * sums[v] / counts[v] for v in sums if counts.get(v)}
 
 
+# kube-scheduler's own histograms: mean milliseconds per pod of each phase
+SCHEDULER_PHASES = {
+    "attempt": ("scheduler_scheduling_attempt_duration_seconds", ""),
+    "algorithm": ("scheduler_scheduling_algorithm_duration_seconds", ""),
+    "bind": ("scheduler_framework_extension_point_duration_seconds", 'extension_point="Bind"'),
+}
+
+
+def scheduler_phases(admin: KubeClient, component: Any) -> dict[str, float]:
+    """Where a scheduler's time per pod went, from its /metrics (read with the admin
+    token: the scheduler delegates the check to the API server)."""
+    port = next(int(a.split("=", 1)[1]) for a in component.argv if a.startswith("--secure-port="))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=admin.context, timeout=10)
+    try:
+        connection.request("GET", "/metrics", headers={"Authorization": f"Bearer {admin.token}"})
+        text = connection.getresponse().read().decode()
+    finally:
+        connection.close()
+    out: dict[str, float] = {}
+    for phase, (name, selector) in SCHEDULER_PHASES.items():
+        totals = {"_sum": 0.0, "_count": 0.0}
+        for line in text.splitlines():
+            for suffix in totals:
+                if line.startswith(name + suffix) and selector in line:
+                    totals[suffix] += float(line.rsplit(" ", 1)[1])
+        if totals["_count"]:
+            out[phase] = round(1000 * totals["_sum"] / totals["_count"], 2)
+    return out
+
+
 def run_once(
     plane: ControlPlane,
     admin: KubeClient,
@@ -184,11 +218,12 @@ def run_once(
     config: str,
     pods: int,
     timeout: float,
-    extender: Extender | None,
+    extender: Extender | None = None,
 ) -> RunResult:
-    namespace = f"bench-{label}-{int(time.time())}"
+    slug = "-".join("".join(c if c.isalnum() else " " for c in label).split())
+    namespace = f"bench-{slug}-{int(time.time())}"
     admin.create_namespace(namespace)
-    scheduler_name = f"bench-{label}"
+    scheduler_name = f"bench-{slug}"
     document = yaml.safe_load(config)
     document["profiles"] = [
         {**p, "schedulerName": scheduler_name} for p in document.get("profiles") or [{}]
@@ -217,6 +252,7 @@ def run_once(
             for name, c in groups.items()
             if c.process
         }
+        phases = scheduler_phases(admin, scheduler)
     finally:
         watch.stop()
         plane.stop_component(scheduler_name)
@@ -228,6 +264,7 @@ def run_once(
         startup_seconds=times[0] - started,
         cpu_seconds=cpu,
         extender_ms=_verb_means(extender) if extender is not None else {},
+        scheduler_ms=phases,
     )
     admin.request(
         "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": "0"}
@@ -236,6 +273,15 @@ def run_once(
 
 
 # --------------------------------------------------------------------------- report
+
+STOCK = "stock"
+MORE_THREADS = 16
+# label: (the policies served, which of them, the extender's --threads; None: --threads)
+VARIANTS: dict[str, tuple[str, str, int | None]] = {
+    "policyext, rules/": ("the example policies of `rules/`", "rules", None),
+    "policyext, bench policy": ("the benchmark policy of `bench/policy.py`", "bench", None),
+    f"policyext, bench policy, --threads {MORE_THREADS}": ("", "bench", MORE_THREADS),
+}
 
 
 def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]) -> str:
@@ -246,18 +292,22 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         f"Generated by `python -m bench.throughput` (`make bench-throughput`) on"
         f" {settings['date']}. Rerun it rather than edit this page.\n"
     )
-    add(
-        f"kube-scheduler {KUBERNETES_VERSION} schedules {settings['pods']:,} pods onto"
-        f" {settings['nodes']} fake Nodes of one real etcd and kube-apiserver, all on the"
-        " machine below together with the extender and the benchmark itself. Per round:"
-        " the stock scheduler, then one calling policyext as `policyext config --bind`"
-        " configures it (filter, prioritize, preempt and bind; `nodeCacheCapable: true`),"
-        f" serving the policies in `rules/` with `--workers 1 --threads {settings['threads']}`."
-        " A third of the pods are `critical` (the spot filter applies to them); 30 % of the"
-        " nodes are spot nodes. The rate counts from the first binding to the last, as a"
-        " watch sees them (not the scheduler's start nor the pods' creation); the client"
-        f" rate limit of both schedulers is raised to {CLIENT_CONNECTION['qps']} QPS.\n"
-    )
+    workers, threads = settings["workers"], settings["threads"]
+    setup = [
+        f"kube-scheduler {KUBERNETES_VERSION} schedules {settings['pods']:,} pods onto",
+        f"{settings['nodes']} fake Nodes of one real etcd and kube-apiserver, all on the",
+        "machine below together with the extender and the benchmark itself. Per round: the",
+        "stock scheduler, then one calling policyext as `policyext config --bind` configures",
+        "it (filter, prioritize, preempt and bind; `nodeCacheCapable: true`), once serving",
+        " and once serving ".join(d for d, _, t in VARIANTS.values() if t is None) + ",",
+        f"each with `--workers {workers} --threads {threads}`, then the latter again with",
+        f"`--threads {MORE_THREADS}`; as the `policyext` identity with the chart's RBAC.",
+        "A third of the pods are `critical`; 30 % of the nodes are spot nodes. The rate",
+        "counts from the first binding to the last, as a watch sees them (not the",
+        "scheduler's start nor the pods' creation); the client rate limit of every",
+        f"scheduler is raised to {CLIENT_CONNECTION['qps']} QPS.\n",
+    ]
+    add(" ".join(setup))
     add("## Machine\n")
     add("| CPU | cores | OS | Python | load average at start |\n|---|---|---|---|---|")
     m = machine
@@ -265,48 +315,46 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
     add("## Results\n")
     add(
         "| round | scheduler | pods/s | seconds | ratio to stock | CPU s: scheduler | apiserver"
-        " | etcd | policyext |\n|---|---|---|---|---|---|---|---|---|"
+        " | etcd | policyext | ms per call in policyext | ms per pod in the scheduler |\n"
+        + "|---" * 11
+        + "|"
     )
-    by_round: dict[int, dict[str, RunResult]] = {}
-    for i, r in enumerate(results):
-        by_round.setdefault(i // 2, {})[r.scheduler] = r
-    for index, pair in sorted(by_round.items()):
-        stock = pair.get("stock")
-        for r in pair.values():
-            ratio = (
-                f"{r.pods_per_second / stock.pods_per_second:.2f}"
-                if stock and stock.pods_per_second
-                else ""
-            )
-            c = r.cpu_seconds
-            add(
-                f"| {index + 1} | {r.scheduler} | {r.pods_per_second:.0f} | {r.seconds:.2f}"
-                f" | {ratio} | {c.get('kube-scheduler', 0):.1f} | {c.get('kube-apiserver', 0):.1f}"
-                f" | {c.get('etcd', 0):.1f} | {c.get('policyext', '') or ''} |"
-            )
-    stock_rates = [r.pods_per_second for r in results if r.scheduler == "stock"]
-    ours = [r.pods_per_second for r in results if r.scheduler == "policyext"]
-    cost = 1 - statistics.median(ours) / statistics.median(stock_rates)
-    add("")
-    add(
-        f"**Median over the rounds: {statistics.median(stock_rates):.0f} pods/s stock,"
-        f" {statistics.median(ours):.0f} pods/s with policyext: the extender costs"
-        f" {cost:.0%} of the scheduler's throughput** (the goal is at most 20 %).\n"
-    )
-    means = [r.extender_ms for r in results if r.extender_ms]
-    if means:
-        last = means[-1]
+    stock_by_round = {r.round: r for r in results if r.scheduler == STOCK}
+    for r in results:
+        stock = stock_by_round.get(r.round)
+        ratio = r.pods_per_second / stock.pods_per_second if stock and stock.pods_per_second else 0
+        c = r.cpu_seconds
+        calls = ", ".join(f"{v} {ms:.1f}" for v, ms in sorted(r.extender_ms.items()))
+        phases = ", ".join(f"{p} {ms:.1f}" for p, ms in r.scheduler_ms.items())
         add(
-            "Mean time inside the extender per call (from its `/metrics`, cumulative over the"
-            " rounds): "
-            + ", ".join(f"{verb} {ms:.2f} ms" for verb, ms in sorted(last.items()))
-            + ".\n"
+            f"| {r.round} | {r.scheduler} | {r.pods_per_second:.0f} | {r.seconds:.2f}"
+            f" | {ratio:.2f} | {c.get('kube-scheduler', 0):.1f} | {c.get('kube-apiserver', 0):.1f}"
+            f" | {c.get('etcd', 0):.1f} | {c.get('policyext', '')} | {calls} | {phases} |"
         )
+    add("")
+    stock_rate = statistics.median(r.pods_per_second for r in results if r.scheduler == STOCK)
+    lines = [f"- stock kube-scheduler: **{stock_rate:.0f} pods/s**"]
+    for label in VARIANTS:
+        rates = [r.pods_per_second for r in results if r.scheduler == label]
+        if rates:
+            rate = statistics.median(rates)
+            lines.append(
+                f"- {label}: **{rate:.0f} pods/s**, the extender costs"
+                f" **{1 - rate / stock_rate:.0%}** of the scheduler's throughput"
+            )
+    add("Medians over the rounds (the goal: the extender costs at most 20 %):\n")
+    add("\n".join(lines) + "\n")
     add(settings.get("notes", ""))
     return "\n".join(out).rstrip() + "\n"
 
 
 # --------------------------------------------------------------------------- main
+
+
+def _bench_rules(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "benchmark.json").write_text(json.dumps(policy.scheduling_policy()))
+    return folder
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -315,13 +363,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="the extender's --threads")
+    parser.add_argument("--workers", type=int, default=1, help="the extender's --workers")
     parser.add_argument("--timeout", type=float, default=300, help="per run, seconds")
     parser.add_argument("--no-write", action="store_true", help="print, do not write docs")
     parser.add_argument("--notes", default="", help="a paragraph appended to the page")
     parser.add_argument(
         "--only",
-        choices=("stock", "policyext"),
-        help="one scheduler (to profile); implies --no-write",
+        choices=(STOCK, *VARIANTS),
+        help="one scheduler (e.g. to profile the extender); implies --no-write",
     )
     args = parser.parse_args(argv)
     machine = describe_machine()
@@ -335,39 +384,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         grant_extender_rbac(admin)
         wait_until_granted(plane.client(POLICYEXT))
         kubeconfig = plane.write_kubeconfig(POLICYEXT, Path(work) / "policyext.kubeconfig")
+        rules = {"rules": RULES, "bench": _bench_rules(Path(work) / "bench-rules")}
         print(f"creating {args.nodes} nodes", flush=True)
         create_nodes(admin, args.nodes)
-        extender = Extender(plane, kubeconfig, [RULES], args=("--threads", str(args.threads)))
-        extender.start(timeout=60)
-        try:
-            ours = scheduler_config(extender.url, "bench-policyext")
-            stock = "profiles:\n  - schedulerName: bench-stock\n"
-            for round_ in range(args.rounds):
-                for label, config, ext in (
-                    ("stock", stock, None),
-                    ("policyext", ours, extender),
-                ):
-                    if args.only and label != args.only:
-                        continue
-                    result = run_once(plane, admin, label, config, args.pods, args.timeout, ext)
-                    results.append(result)
-                    print(
-                        f"round {round_ + 1} {label}: {result.pods_per_second:.0f} pods/s"
-                        f" ({result.seconds:.2f} s) cpu {result.cpu_seconds}"
-                        f" extender {result.extender_ms}",
-                        flush=True,
+        for round_ in range(1, args.rounds + 1):
+            for label in (STOCK, *VARIANTS):
+                if args.only and label != args.only:
+                    continue
+                if label == STOCK:
+                    config = f"profiles:\n  - schedulerName: bench-{label}\n"
+                    result = run_once(plane, admin, label, config, args.pods, args.timeout)
+                else:
+                    # a fresh extender per run: its metrics count this run alone, and an
+                    # idle one would still spend CPU on the other runs' watch events
+                    _, policies, threads = VARIANTS[label]
+                    extender = Extender(
+                        plane,
+                        kubeconfig,
+                        [rules[policies]],
+                        args=(
+                            *("--threads", str(threads or args.threads)),
+                            *("--workers", str(args.workers)),
+                        ),
                     )
-        finally:
-            extender.stop()
+                    extender.start(timeout=60)
+                    try:
+                        config = scheduler_config(extender.url, "bench")
+                        result = run_once(
+                            plane, admin, label, config, args.pods, args.timeout, extender
+                        )
+                    finally:
+                        extender.stop()
+                result.round = round_
+                results.append(result)
+                print(
+                    f"round {round_} {label}: {result.pods_per_second:.0f} pods/s"
+                    f" ({result.seconds:.2f} s) cpu {result.cpu_seconds}"
+                    f" extender ms {result.extender_ms} scheduler ms {result.scheduler_ms}",
+                    flush=True,
+                )
+    if args.only:
+        return 0
     settings = {
         "date": date,
         "nodes": args.nodes,
         "pods": args.pods,
         "threads": args.threads,
+        "workers": args.workers,
         "notes": args.notes,
     }
-    if args.only:
-        return 0
     page = render(results, settings, machine)
     print(page)
     if not args.no_write:
