@@ -276,11 +276,24 @@ def run_once(
 
 STOCK = "stock"
 MORE_THREADS = 16
-# label: (the policies served, which of them, the extender's --threads; None: --threads)
-VARIANTS: dict[str, tuple[str, str, int | None]] = {
-    "policyext, rules/": ("the example policies of `rules/`", "rules", None),
-    "policyext, bench policy": ("the benchmark policy of `bench/policy.py`", "bench", None),
-    f"policyext, bench policy, --threads {MORE_THREADS}": ("", "bench", MORE_THREADS),
+
+
+@dataclass(frozen=True)
+class Variant:
+    policies: str  # "rules" (rules/) or "bench" (bench/policy.py)
+    threads: int | None = None  # the extender's --threads; None: the --threads flag
+    bind: bool = True  # the extender binds (`policyext config --bind`), or the scheduler
+
+
+VARIANTS: dict[str, Variant] = {
+    "policyext, rules/": Variant("rules"),
+    "policyext, bench policy": Variant("bench"),
+    f"policyext, bench policy, --threads {MORE_THREADS}": Variant("bench", MORE_THREADS),
+    "policyext, bench policy, the scheduler binds": Variant("bench", bind=False),
+}
+POLICIES = {
+    "rules": "the example policies of `rules/`",
+    "bench": "the benchmark policy of `bench/policy.py`",
 }
 
 
@@ -299,9 +312,10 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         "machine below together with the extender and the benchmark itself. Per round: the",
         "stock scheduler, then one calling policyext as `policyext config --bind` configures",
         "it (filter, prioritize, preempt and bind; `nodeCacheCapable: true`), once serving",
-        " and once serving ".join(d for d, _, t in VARIANTS.values() if t is None) + ",",
-        f"each with `--workers {workers} --threads {threads}`, then the latter again with",
-        f"`--threads {MORE_THREADS}`; as the `policyext` identity with the chart's RBAC.",
+        " and once serving ".join(POLICIES.values()) + ",",
+        f"each with `--workers {workers} --threads {threads}`; then the latter again with",
+        f"`--threads {MORE_THREADS}`, and again with the scheduler binding (`policyext config`",
+        "without `--bind`). The extender runs as the `policyext` identity with the chart's RBAC.",
         "A third of the pods are `critical`; 30 % of the nodes are spot nodes. The rate",
         "counts from the first binding to the last, as a watch sees them (not the",
         "scheduler's start nor the pods' creation); the client rate limit of every",
@@ -397,19 +411,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     # a fresh extender per run: its metrics count this run alone, and an
                     # idle one would still spend CPU on the other runs' watch events
-                    _, policies, threads = VARIANTS[label]
+                    variant = VARIANTS[label]
                     extender = Extender(
                         plane,
                         kubeconfig,
-                        [rules[policies]],
+                        [rules[variant.policies]],
                         args=(
-                            *("--threads", str(threads or args.threads)),
+                            *("--threads", str(variant.threads or args.threads)),
                             *("--workers", str(args.workers)),
                         ),
                     )
                     extender.start(timeout=60)
                     try:
-                        config = scheduler_config(extender.url, "bench")
+                        config = scheduler_config(extender.url, "bench", bind=variant.bind)
                         result = run_once(
                             plane, admin, label, config, args.pods, args.timeout, extender
                         )

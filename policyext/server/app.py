@@ -257,7 +257,7 @@ def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dic
         checks["nodeSource"] = "synced" if synced else "not synced"
         problem = getattr(source, "sync_problem", None)
         if not synced and callable(problem) and (why := problem()):
-            checks["nodeSource"] = f"not synced: {why}"
+            checks["nodeSourceError"] = why
         ready = ready and synced
     status = store.status
     if status is not None and not status.ok:

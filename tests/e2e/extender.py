@@ -46,12 +46,12 @@ def policyext_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "policyext.cli", *args]
 
 
-def scheduler_config(url: str, scheduler_name: str, *extra: str) -> str:
-    """The KubeSchedulerConfiguration `policyext config` prints for a user to paste."""
+def scheduler_config(url: str, scheduler_name: str, *extra: str, bind: bool = True) -> str:
+    """The KubeSchedulerConfiguration `policyext config` prints for a user to paste (with
+    `--bind`: the extender binds, unless `bind` is False)."""
+    flags = ["--bind"] if bind else []
     return subprocess.run(
-        policyext_argv(
-            "config", "--url", url, "--bind", "--scheduler-name", scheduler_name, *extra
-        ),
+        policyext_argv("config", "--url", url, *flags, "--scheduler-name", scheduler_name, *extra),
         check=True,
         capture_output=True,
         text=True,

@@ -96,7 +96,8 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
     assert status == 503
     assert detail["ready"] is False
     assert detail["checks"]["policies"] == "loaded"
-    assert detail["checks"]["nodeSource"].startswith("not synced: nodes: ")
+    assert detail["checks"]["nodeSource"] == "not synced"
+    assert detail["checks"]["nodeSourceError"].startswith("nodes: ")
     assert extender.metric("policyext_cache_synced", {"resource": "nodes"}) == 0
 
     faults.relay.up()
@@ -104,6 +105,7 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
 
     _, detail = _readyz(extender)
     assert detail["checks"]["nodeSource"] == "synced"
+    assert "nodeSourceError" not in detail["checks"]
     assert extender.probe([node])[node]["mark-seen"] == 5
     assert extender.metric("policyext_cache_synced", {"resource": "pods"}) == 1
     staleness = extender.metric("policyext_cache_staleness_seconds", {"resource": "nodes"})
