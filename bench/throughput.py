@@ -18,7 +18,9 @@ import datetime
 import http.client
 import json
 import os
+import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -387,6 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="one scheduler (e.g. to profile the extender); implies --no-write",
     )
     args = parser.parse_args(argv)
+    # stopped from outside: unwind, so the control plane stops and its folder goes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     machine = describe_machine()
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     results: list[RunResult] = []

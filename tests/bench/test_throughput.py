@@ -1,0 +1,70 @@
+"""The throughput report: rates, ratios to the stock scheduler of the same round, and the
+cost of the extender against the 20 % goal."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bench.throughput import STOCK, RunResult, cpu_seconds, render
+
+MACHINE = {"cpu": "test CPU", "cores": "2", "os": "Linux", "python": "CPython 3", "load": "0.1"}
+SETTINGS = {"date": "2026-01-01 00:00 UTC", "nodes": 500, "pods": 1001, "threads": 4, "workers": 1}
+
+
+def _run(scheduler: str, seconds: float, round_: int = 1) -> RunResult:
+    return RunResult(
+        scheduler=scheduler, pods=1001, seconds=seconds, startup_seconds=1.0, round=round_
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "pods_per_second"),
+    [(10.0, 100.0), (4.0, 250.0), (0.0, 0.0)],
+)
+def test_the_rate_counts_the_intervals_between_the_first_and_the_last_binding(
+    seconds: float, pods_per_second: float
+) -> None:
+    assert _run(STOCK, seconds).pods_per_second == pods_per_second
+
+
+@pytest.mark.parametrize(
+    ("stock_seconds", "ours_seconds", "row", "cost"),
+    [
+        (10.0, 10.0, "| 1 | policyext, rules/ | 100 | 10.00 | 1.00 |", "costs **0%**"),
+        (10.0, 12.5, "| 1 | policyext, rules/ | 80 | 12.50 | 0.80 |", "costs **20%**"),
+        (10.0, 40.0, "| 1 | policyext, rules/ | 25 | 40.00 | 0.25 |", "costs **75%**"),
+    ],
+)
+def test_each_run_is_compared_with_the_stock_scheduler_of_its_round(
+    stock_seconds: float, ours_seconds: float, row: str, cost: str
+) -> None:
+    results = [_run(STOCK, stock_seconds), _run("policyext, rules/", ours_seconds)]
+
+    page = render(results, SETTINGS, MACHINE)
+
+    assert row in page
+    assert f"policyext, rules/: **{1000 / ours_seconds:.0f} pods/s**, the extender {cost}" in page
+    assert "test CPU" in page and "2026-01-01 00:00 UTC" in page
+
+
+def test_the_medians_take_every_round() -> None:
+    results = [
+        _run(STOCK, 10.0, 1),
+        _run("policyext, rules/", 20.0, 1),
+        _run(STOCK, 10.0, 2),
+        _run("policyext, rules/", 10.0, 2),
+        _run(STOCK, 5.0, 3),
+        _run("policyext, rules/", 40.0, 3),
+    ]
+
+    page = render(results, SETTINGS, MACHINE)
+
+    assert "| 2 | policyext, rules/ | 100 | 10.00 | 1.00 |" in page
+    assert "stock kube-scheduler: **100 pods/s**" in page
+    assert "policyext, rules/: **50 pods/s**, the extender costs **50%**" in page
+
+
+def test_the_cpu_time_of_a_process_group_includes_this_process() -> None:
+    assert cpu_seconds(os.getpgrp()) > 0
