@@ -3,10 +3,14 @@ cost of the extender against the 20 % goal."""
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
+from bench import throughput
 from bench.throughput import STOCK, RunResult, cpu_seconds, render
 
 MACHINE = {"cpu": "test CPU", "cores": "2", "os": "Linux", "python": "CPython 3", "load": "0.1"}
@@ -68,3 +72,19 @@ def test_the_medians_take_every_round() -> None:
 
 def test_the_cpu_time_of_a_process_group_includes_this_process() -> None:
     assert cpu_seconds(os.getpgrp()) > 0
+
+
+def test_a_saved_run_renders_the_same_page_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = [_run(STOCK, 10.0), _run("policyext, rules/", 12.5)]
+    saved = tmp_path / "run.json"
+    saved.write_text(
+        json.dumps({"settings": SETTINGS, "machine": MACHINE, "runs": [asdict(r) for r in results]})
+    )
+    page = tmp_path / "page.md"
+    monkeypatch.setattr(throughput, "DOCS_PAGE", page)
+
+    assert throughput.main(["--render", str(saved)]) == 0
+
+    assert page.read_text() == render(results, SETTINGS, MACHINE)
