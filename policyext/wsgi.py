@@ -14,8 +14,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors as http_errors
+from gunicorn.util import write_nonblock
+from gunicorn.workers.gthread import ThreadWorker
 from prometheus_client import multiprocess
 
 from policyext.cluster.binder import ClusterBinder
@@ -113,7 +117,45 @@ def _tls_context(settings: Settings) -> ssl.SSLContext:
     return context
 
 
-class Server(BaseApplication):  # type: ignore[misc]
+# requests gunicorn refuses before the application sees them, and the status of each
+_REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
+    (http_errors.LimitRequestLine, 414, "URI Too Long"),
+    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large"),
+    (http_errors.InvalidRequestLine, 400, "Bad Request"),
+    (http_errors.InvalidRequestMethod, 400, "Bad Request"),
+    (http_errors.InvalidHTTPVersion, 400, "Bad Request"),
+    (http_errors.InvalidHeaderName, 400, "Bad Request"),
+    (http_errors.InvalidHeader, 400, "Bad Request"),
+    (http_errors.ObsoleteFolding, 400, "Bad Request"),
+    (http_errors.InvalidChunkSize, 400, "Bad Request"),
+    (http_errors.ChunkMissingTerminator, 400, "Bad Request"),
+)
+
+
+class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
+    """gunicorn's gthread worker, whose refusals of malformed HTTP (a request line or
+    headers over the limits, a bad header) are JSON errors like the application's, not
+    gunicorn's HTML page."""
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
+        if refused is None or isinstance(exc, http_errors.InvalidResponseHeader):
+            super().handle_error(req, client, addr, exc)
+            return
+        _, status, reason = refused
+        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            write_nonblock(client, head.encode("latin-1") + body)
+        except OSError:
+            self.log.debug("Failed to send error message.")
+
+
+class Server(BaseApplication):  # type: ignore[misc]  # type: ignore[misc]
     """gunicorn, configured from Settings rather than from its own command line."""
 
     def __init__(self, settings: Settings) -> None:
@@ -125,7 +167,7 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": "gthread",
+            "worker_class": JsonErrorWorker,
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
