@@ -155,7 +155,7 @@ class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
             self.log.debug("Failed to send error message.")
 
 
-class Server(BaseApplication):  # type: ignore[misc]  # type: ignore[misc]
+class Server(BaseApplication):  # type: ignore[misc]
     """gunicorn, configured from Settings rather than from its own command line."""
 
     def __init__(self, settings: Settings) -> None:
