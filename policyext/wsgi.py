@@ -101,7 +101,12 @@ def build_app(settings: Settings) -> Flask:
             raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
         # the first list loads the policies; until then /readyz says not ready and the
         # verbs answer with an Error rather than let every node through
-        ConfigMapWatch(api, configmap, sources.configmap_changed).start()
+        ConfigMapWatch(
+            api,
+            configmap,
+            sources.configmap_changed,
+            on_problem=sources.configmap_unreadable,
+        ).start()
     else:
         sources.reload()
     options = Options(url_prefix=settings.url_prefix, max_body=settings.max_body)

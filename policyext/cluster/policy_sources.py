@@ -54,6 +54,13 @@ class PolicySources:
         if status is not None and self.events is not None:
             self.events.record(state, status.ok, event_message(status))
 
+    def configmap_unreadable(self, message: str) -> None:
+        """The ConfigMap could not be read at all yet (RBAC, the API down): the status says
+        why nothing is served."""
+        with self._lock:
+            if self._state is None:
+                self.store.fail(self.describe(), message)
+
     def _reload(self) -> ReloadStatus | None:
         state = self._state
         if self.configmap is not None:

@@ -25,6 +25,7 @@ from policyext.policy.loader import POLICY_SUFFIXES
 log = logging.getLogger("policyext.reload")
 
 OnChange = Callable[["ConfigMapState"], None]
+OnProblem = Callable[[str], None]
 
 
 class ConfigMapNameError(ValueError):
@@ -87,12 +88,15 @@ class ConfigMapWatch:
         ref: ConfigMapRef,
         on_change: OnChange,
         *,
+        on_problem: OnProblem | None = None,
         watch_timeout: int = 300,
     ) -> None:
         self.ref = ref
         self.on_change = on_change
+        self.on_problem = on_problem
         self.state: ConfigMapState | None = None  # None until the first list
         self._lock = threading.Lock()
+        self._problem = ""
         core = k8s.CoreV1Api(api)
         list_one = functools.partial(
             core.list_namespaced_config_map,
@@ -100,7 +104,11 @@ class ConfigMapWatch:
             field_selector=f"metadata.name={ref.name}",
         )
         self._reflector = Reflector(
-            f"configmap {ref}", list_one, _Handler(self), watch_timeout=watch_timeout
+            f"configmap {ref}",
+            list_one,
+            _Handler(self),
+            watch_timeout=watch_timeout,
+            on_error=self._failed,
         )
 
     def start(self) -> None:
@@ -114,6 +122,14 @@ class ConfigMapWatch:
 
     def wait_synced(self, timeout: float) -> bool:
         return self._reflector.synced.wait(timeout)
+
+    def _failed(self, description: str) -> None:
+        """Before the first list, a failure is why no policies are served: say it (once per
+        distinct failure). Later ones only delay updates; the reflector logs them."""
+        if self.synced() or self.on_problem is None or description == self._problem:
+            return
+        self._problem = description
+        self.on_problem(f"cannot read ConfigMap {self.ref}: {description}")
 
     def _update(self, obj: Json | None) -> None:
         with self._lock:

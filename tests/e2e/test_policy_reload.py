@@ -15,6 +15,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -324,3 +325,48 @@ def test_the_extender_identity_reads_its_configmap_and_no_other(
     with pytest.raises(ApiError) as refused:
         extender.get(f"/api/v1/namespaces/{setup.namespace}/secrets")
     assert refused.value.status == 403
+
+
+def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
+    control_plane: ControlPlane, setup: Setup, tmp_path: Path
+) -> None:
+    """A ConfigMap outside the identity's RBAC: not ready, the reason in /readyz, and an
+    Error for the scheduler instead of every node let through."""
+    kubeconfig = control_plane.write_kubeconfig(POLICYEXT, tmp_path / "policyext.kubeconfig")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = Component(
+        "policyext-forbidden",
+        _policyext(
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--rules-configmap",
+            f"{setup.namespace}/not-ours",
+            "--bind",
+            f"127.0.0.1:{port}",
+        ),
+        control_plane.logdir / "policyext-forbidden.log",
+    )
+    server.start()
+    try:
+
+        def not_ready_with_a_reason() -> dict[str, Any] | None:
+            status, body = _get_json(f"{url}/readyz")
+            reason = status == 503 and (body or {}).get("checks", {}).get("lastReload")
+            return body if reason else None
+
+        detail = eventually(not_ready_with_a_reason)
+        assert detail["checks"]["policies"] == "not loaded"
+        [error] = detail["checks"]["lastReload"]["errors"]
+        assert error == f"cannot read ConfigMap {setup.namespace}/not-ours: HTTP 403 Forbidden"
+        request = json.dumps({"Pod": pod("p"), "NodeNames": ["any-node"], "Nodes": None}).encode()
+        reply = urllib.request.urlopen(
+            urllib.request.Request(f"{url}/filter", request, {"Content-Type": "application/json"}),
+            timeout=5,
+        )
+        answer = json.loads(reply.read())
+        assert answer["Error"].startswith("policyext has no policies loaded yet")
+        assert not answer["NodeNames"]
+    finally:
+        server.stop()
