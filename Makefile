@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit conformance e2e e2e-binaries bench clean
+.PHONY: run test lint typecheck layers unit conformance e2e e2e-binaries bench reliability clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,15 @@ e2e: e2e-binaries
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# the figures of docs/reliability.md (loopback only, each step stops by itself): 50 clients
+# for 60 s with the policy folder swapped every second, worker memory over 100,000
+# requests, hostile policies on 500 nodes, and the hostile-request table
+reliability: $(STAMP)
+	$(BIN)/python -m bench.load --reload --output bench/results/load-reload.json
+	$(BIN)/python -m bench.load --duration 1800 --max-requests 100000 --output bench/results/load-memory.json
+	$(BIN)/python -m bench.hostile_policies
+	$(BIN)/python -m tests.server.hostile
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.targets import REPO_ROOT, free_port
+from bench.server import serve
+from bench.targets import REPO_ROOT
 from bench.workload import encode, generate, names_args, write_snapshot
 
 
@@ -53,9 +53,7 @@ LOAD_TIME = [
     ),
     HostileRule("60 nested parentheses", "(" * 60 + "true" + ")" * 60, "nest"),
     HostileRule("60 nested lists", "size(" + "[" * 60 + "]" * 60 + ") > 0", "nest"),
-    HostileRule(
-        "a 20,000-character literal", "'" + "x" * 20_000 + "'.size() > 0", "too long"
-    ),
+    HostileRule("a 20,000-character literal", "'" + "x" * 20_000 + "'.size() > 0", "too long"),
     HostileRule(
         "a backreference (RE2 has none)",
         "node.metadata.name.matches('^(a+)+\\\\1$')",
@@ -120,37 +118,6 @@ def policy_name(rule: HostileRule) -> str:
 
 
 # -- the measurement -------------------------------------------------------------------------
-def _serve(rules: Sequence[Path], snapshot: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "policyext.cli",
-        "serve",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--rules",
-        ",".join(str(r) for r in rules),
-        "--snapshot",
-        str(snapshot),
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-
-def _wait(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/readyz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("the server did not become ready")
-
-
 def time_filter(port: int, body: bytes, timeout: float) -> tuple[str, float]:
     """The outcome ("200", "timeout", ...) and the wall time of one filter call."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -169,7 +136,7 @@ def time_filter(port: int, body: bytes, timeout: float) -> tuple[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hostile_policies", description=__doc__)
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
     args = parser.parse_args(argv)
     workload = generate(args.nodes)
     body = encode(names_args(workload))
@@ -180,15 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rule in EVALUATION_TIME:
             policy = Path(tmp) / "hostile.yaml"
             policy.write_text(policy_document(rule))
-            port = free_port()
-            process = _serve([REPO_ROOT / "rules", policy], snapshot, port, Path(tmp) / "log")
-            try:
-                _wait(port)
-                status, seconds = time_filter(port, body, args.timeout)
-            finally:
-                process.terminate()
-                process.wait(10)
-            print(f"| {rule.name} | {status} | {seconds:.2f} s |", flush=True)
+            with serve([REPO_ROOT / "rules", policy], snapshot, Path(tmp) / "log") as server:
+                status, seconds = time_filter(server.port, body, args.timeout)
+            shown = f"{seconds:.2f} s" if status != "timeout" else f"over {args.timeout:.0f} s"
+            print(f"| {rule.name} | {status} | {shown} |", flush=True)
     return 0
 
 
