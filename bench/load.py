@@ -342,6 +342,10 @@ def run(settings: Settings, log: Path | None = None) -> dict[str, Any]:
         "rss_mb": None
         if not rss
         else {"start": rss[0], "end": rss[-1], "max": max(rss), "samples": len(rss)},
+        # (requests so far, worker RSS in MiB) at about ten moments of the run
+        "rss_by_requests": [
+            (s.requests, s.rss_mb) for s in samples[:: max(1, len(samples) // 10)] + samples[-1:]
+        ],
         "swaps": dict(shown),
         "server_reloads": reloads,
         "same_workers": workers_before == workers_after,
