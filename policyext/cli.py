@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         action="append",
         metavar="PATH",
-        help="(with --pending: the candidate rules)",
+        help="policy files or folders (with --pending: the candidate rules)",
     )
     pods = simulate.add_mutually_exclusive_group(required=True)
     pods.add_argument("--pod", metavar="FILE", help="a Pod (YAML or JSON)")

@@ -109,13 +109,15 @@ def compare(
     source: NodeSource | None,
     now: Timestamp,
 ) -> WhatIf:
-    """Every pod of `pods` under both rule sets, in namespace/name order. One `now` for
-    both, so a time-dependent rule cannot make a difference of its own."""
+    """Every pod of `pods` under both rule sets, in namespace/name order. `nodes` are the
+    objects `source` holds (when there is one). One `now` for both, so a time-dependent
+    rule cannot make a difference of its own."""
     changes = []
     for pod in sorted(pods, key=_pod_key):
         namespace, name = _pod_key(pod)
-        before = Placement.of(evaluate(current, pod, nodes, source, now))
-        after = Placement.of(evaluate(candidate, pod, nodes, source, now))
+        # the nodes are the source's own, so per-node results may be reused across pods
+        before = Placement.of(evaluate(current, pod, nodes, source, now, cache_nodes=True))
+        after = Placement.of(evaluate(candidate, pod, nodes, source, now, cache_nodes=True))
         changes.append(PodChange(namespace, name, before, after))
     return WhatIf(current.version, candidate.version, len(nodes), changes)
 
