@@ -16,13 +16,13 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyext.cluster.rules_configmap import ConfigMapRef, policy_texts
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
 
 Json = dict[str, Any]
 PAGE_SIZE: Final = 500
 # (connect, read) seconds: a CLI should say "unreachable" soon rather than hang
 REQUEST_TIMEOUT: Final = (5.0, 60.0)
-RULE_SUFFIXES: Final = (".yaml", ".yml")
 # urllib3 prefixes its reasons with the connection object: noise in a one-line error
 _CONNECTION_PREFIX = re.compile(r"^\w+\(host=[^)]*\):\s*")
 
@@ -41,7 +41,7 @@ def cluster_snapshot(api: k8s.ApiClient) -> SnapshotSource:
 
 
 def configmap_rule_texts(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
-    """The policy files a ConfigMap holds: its data keys ending .yaml or .yml, by key."""
+    """The policy files a ConfigMap holds (the data keys the extender reads), by name."""
     host = str(api.configuration.host)
     scope = f"in namespace {namespace}"
     try:
@@ -58,12 +58,11 @@ def configmap_rule_texts(api: k8s.ApiClient, namespace: str, name: str) -> dict[
         raise ClusterReadError(describe_failure(e, host, "get", "configmaps", scope)) from None
     except (urllib3.exceptions.HTTPError, OSError, orjson.JSONDecodeError) as e:
         raise ClusterReadError(describe_failure(e, host, "get", "configmaps", scope)) from None
-    data = body.get("data") or {}
-    texts = {
-        str(key): str(value) for key, value in data.items() if str(key).endswith(RULE_SUFFIXES)
-    }
+    # named and chosen as the extender serving the ConfigMap does, so the policy version
+    # printed is the one its /policies reports
+    texts = policy_texts(ConfigMapRef(namespace, name), body)
     if not texts:
-        raise ClusterReadError(f"ConfigMap {namespace}/{name} has no data key ending .yaml or .yml")
+        raise ClusterReadError(f"ConfigMap {namespace}/{name} holds no policy file")
     return texts
 
 

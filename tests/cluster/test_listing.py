@@ -180,7 +180,7 @@ def test_pending_compares_with_the_rules_the_configmap_serves(
 
 def test_only_the_yaml_keys_of_the_configmap_are_rules(kubeconfig: Path) -> None:
     texts = configmap_rule_texts(_client(kubeconfig), "policyext", "rules")
-    assert list(texts) == ["p.yaml"]
+    assert list(texts) == ["configmap/policyext/rules/p.yaml"]
 
 
 @pytest.mark.parametrize(

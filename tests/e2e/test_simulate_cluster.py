@@ -138,7 +138,7 @@ def test_pending_shows_which_pods_a_candidate_rule_set_helps_or_hurts(
         current = ["--current", str(scene.current)]
     else:
         data = {p.name: p.read_text() for p in scene.current.iterdir()}
-        data["README.md"] = "not a policy: only the .yaml and .yml keys are read"
+        data["README.md"] = "not a policy: only the policy keys are read"
         configmap = {"metadata": {"name": "rules"}, "data": data}
         admin.create(f"/api/v1/namespaces/{scene.namespace}/configmaps", configmap)
         current = ["--current-configmap", f"{scene.namespace}/rules"]
