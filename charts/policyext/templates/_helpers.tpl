@@ -117,7 +117,7 @@ exec:
     - python
     - -c
     - |
-      import ssl, sys, urllib.request
+      import ssl, urllib.request
       d = "{{ include "policyext.tlsDir" $ }}"
       c = ssl.create_default_context(cafile=d + "/ca.crt")
       c.check_hostname = False
