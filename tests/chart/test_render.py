@@ -224,7 +224,7 @@ MOUNTED = "--rules=/etc/policyext/rules"
         ("default", [*SERVE, MOUNTED, *WORKERS]),
         (
             "inline-policies",
-            [*SERVE, MOUNTED, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS],
+            [*SERVE, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS],
         ),
         (
             "existing-configmap",

@@ -47,8 +47,16 @@ from tests.chart.chart import CHART, Chart, HelmError
             "policies.mount and policies.watch are both false",
         ),
         (
-            ["policies.existingConfigMap=mine", "policies.inline.a\\.yaml=x"],
+            [
+                "policies.existingConfigMap=mine",
+                "policies.inline.a\\.yaml=x",
+                "policies.mount=true",
+            ],
             "policies.inline and policies.existingConfigMap are both set",
+        ),
+        (
+            ["policies.watch=true"],
+            "policies.mount and policies.watch are both true",
         ),
         (["tls.enabled=true"], "tls.enabled needs a certificate"),
         (
