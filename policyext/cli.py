@@ -82,7 +82,20 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the extender (gunicorn); every flag is also an environment variable",
         description="Every flag can also be set as POLICYEXT_<FLAG>, e.g. POLICYEXT_RULES.",
     )
-    _env_flag(serve, "--rules", "rules", help="policy files or folders (comma-separated)")
+    _env_flag(
+        serve,
+        "--rules",
+        "",
+        metavar="PATH",
+        help="policy files or folders (comma-separated), reloaded when they change",
+    )
+    _env_flag(
+        serve,
+        "--rules-configmap",
+        None,
+        metavar="NAMESPACE/NAME",
+        help="policies from this ConfigMap, watched through the API (with --rules: both)",
+    )
     _env_flag(serve, "--bind", "0.0.0.0:8888", metavar="HOST:PORT")
     _env_flag(serve, "--snapshot", None, metavar="FILE", help="Nodes and Pods to serve from")
     _env_flag(serve, "--kubeconfig", None, metavar="FILE", help="watch and bind in this cluster")
@@ -174,8 +187,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.snapshot and (args.kubeconfig or args.in_cluster):
         print("error: --snapshot and --kubeconfig/--in-cluster exclude each other", file=sys.stderr)
         return EXIT_USAGE
+    rules = [p for p in str(args.rules or "").split(",") if p]
+    if not rules and not args.rules_configmap:
+        print("error: give the policies with --rules and/or --rules-configmap", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rules_configmap:
+        from policyext.cluster.rules_configmap import (  # noqa: PLC0415 - kubernetes only to serve
+            ConfigMapNameError,
+            ConfigMapRef,
+        )
+
+        try:
+            ConfigMapRef.parse(args.rules_configmap)
+        except ConfigMapNameError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if not (args.kubeconfig or args.in_cluster):
+            print("error: --rules-configmap needs --kubeconfig or --in-cluster", file=sys.stderr)
+            return EXIT_USAGE
     settings = Settings(
-        rules=[p for p in str(args.rules).split(",") if p],
+        rules=rules,
+        rules_configmap=args.rules_configmap or None,
         bind=args.bind,
         snapshot=args.snapshot or None,
         kubeconfig=args.kubeconfig or None,
@@ -189,12 +221,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_client_ca=args.tls_client_ca or None,
         max_body=_positive(args.max_body, "--max-body"),
     )
-    try:
-        load_policy_set(settings.rules)  # refuse to start on invalid policies
-    except PolicyError as e:
-        for issue in e.issues:
-            print(issue, file=sys.stderr)
-        return EXIT_INVALID
+    if not settings.rules_configmap:
+        try:
+            load_policy_set(settings.rules)  # refuse to start on invalid policies
+        except PolicyError as e:  # (with a ConfigMap too, the union is judged once it is read)
+            for issue in e.issues:
+                print(issue, file=sys.stderr)
+            return EXIT_INVALID
     if settings.snapshot:
         try:
             SnapshotSource.from_file(settings.snapshot)  # and on a snapshot it cannot read

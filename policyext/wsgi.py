@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import ssl
 import sys
 from dataclasses import dataclass, field
@@ -21,12 +22,14 @@ from prometheus_client import multiprocess
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import ClusterSettings, api_client
+from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, PolicyEvents
+from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.compile import load_policy_set
 from policyext.policy.resources import NodeSource
 from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
-from policyext.store import PolicyStore
+from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
 
@@ -34,6 +37,8 @@ log = logging.getLogger("policyext")
 @dataclass
 class Settings:
     rules: list[str] = field(default_factory=list)
+    rules_configmap: str | None = None  # NAMESPACE/NAME
+    reload_interval: float = POLL_INTERVAL
     bind: str = "0.0.0.0:8888"
     snapshot: str | None = None
     kubeconfig: str | None = None
@@ -71,6 +76,7 @@ def build_app(settings: Settings) -> Flask:
     configure_logging(settings.log_level)
     store = PolicyStore()
     metrics = Metrics()
+    store.subscribe(lambda status: _reloaded(metrics, status))
     source: NodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
@@ -84,15 +90,25 @@ def build_app(settings: Settings) -> Flask:
         source = live
         binder = ClusterBinder(api, live)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
-    status = store.reload(lambda: load_policy_set(settings.rules), ", ".join(settings.rules))
-    metrics.reloads.labels("ok" if status.ok else "failed").inc()
-    if status.ok:
-        log.info("serving policy version %s from %s", status.version, status.source)
+    configmap = ConfigMapRef.parse(settings.rules_configmap) if settings.rules_configmap else None
+    events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
+    sources = PolicySources(store, settings.rules, configmap, events)
+    if settings.rules:
+        # fingerprinted before the first load: a change in between is loaded again, not lost
+        DirectoryWatcher(settings.rules, sources.reload, interval=settings.reload_interval).start()
+    if configmap is not None:
+        if api is None:
+            raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
+        # the first list loads the policies; until then /readyz says not ready and the
+        # verbs answer with an Error rather than let every node through
+        ConfigMapWatch(
+            api,
+            configmap,
+            sources.configmap_changed,
+            on_problem=sources.configmap_unreadable,
+        ).start()
     else:
-        for issue in status.issues:
-            log.error("%s", issue)
-        if status.error:
-            log.error("%s", status.error)
+        sources.reload()
     options = Options(url_prefix=settings.url_prefix, max_body=settings.max_body)
     app = create_app(store, source, binder, metrics, options)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
@@ -100,6 +116,18 @@ def build_app(settings: Settings) -> Flask:
     gc.collect()
     gc.freeze()
     return app
+
+
+def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
+    metrics.reloaded(status.ok, status.at)
+    if status.ok:
+        log.info("serving policy version %s from %s", status.version, status.source)
+        return
+    log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
+    for issue in status.issues:
+        log.error("%s", issue)
+    if status.error:
+        log.error("%s", status.error)
 
 
 def _tls_context(settings: Settings) -> ssl.SSLContext:
