@@ -115,18 +115,21 @@ def _values(watched: bool, policies: dict[str, str]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["watched", "mounted"])
 def installed(
-    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Installed]:
+    """The chart installed with its policies watched through the API (`policies.watch`) or
+    mounted as files (`policies.mount`, the kubelet's part played by the test)."""
     helm = _helm()
     admin = control_plane.client()
     namespace = f"chart-{uuid.uuid4().hex[:6]}"
     admin.create_namespace(namespace)
     folder = tmp_path_factory.mktemp("chart")
-    # the extender watches its ConfigMap through the API (the Role the chart grants for it)
-    # where this build of policyext can, else it reads the files the kubelet would mount
-    watched = "--rules-configmap" in _serve_flags()
+    watched = request.param == "watched"
+    assert "--rules-configmap" in _serve_flags(), "policyext serve has no --rules-configmap"
     values = folder / "values.yaml"
     values.write_text(
         yaml.safe_dump(_values(watched, {"critical-off-spot.yaml": CRITICAL_OFF_SPOT}))
