@@ -71,6 +71,7 @@ def test_every_dashboard_query_names_exported_metrics_and_labels(title: str, exp
         "policyext_evaluation_errors_total",
         "policyext_policy_reloads_total",
         "policyext_policy_version_info",
+        "policyext_policy_last_reload_success",
     ],
 )
 def test_the_dashboard_shows_what_an_operator_needs(topic: str) -> None:
