@@ -38,7 +38,9 @@ def test_the_classifier_names_whose_answer_a_filter_reply_is(feasible_of: str, w
     assert Classifier(workload).classify("filter", "names", encode(reply))[0] == whose
 
 
-def test_a_short_run_with_reloads_every_second_and_a_half_has_no_failure_and_serves_both_sets() -> None:
+def test_a_short_run_with_reloads_every_second_and_a_half_has_no_failure_and_serves_both_sets() -> (
+    None
+):
     settings = Settings(clients=5, duration=5.5, nodes=50, reload=True, reload_every=1.5)
     result = run(settings)
     assert verdict(result, settings) == []
