@@ -6,8 +6,10 @@ and no controller manager: nodes are API objects that `KubeClient.create_fake_no
 look ready, which is all a scheduler needs to bind pods to them.
 
 Identities (static tokens): `admin` (group system:masters), `policyext` (no groups, so it
-can do only what a test grants it through RBAC) and `system:kube-scheduler`, the user the
-bootstrap RBAC policy binds to the system:kube-scheduler and system:volume-scheduler roles.
+can do only what RBAC grants it: the e2e fixtures give it the extender's RBAC), `nobody`
+(no groups and never granted anything: for tests of what a missing permission looks like)
+and `system:kube-scheduler`, the user the bootstrap RBAC policy binds to the
+system:kube-scheduler and system:volume-scheduler roles.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ Json = dict[str, Any]
 
 ADMIN = "admin"
 POLICYEXT = "policyext"
+NOBODY = "nobody"
 SCHEDULER = "system:kube-scheduler"
 # The node lifecycle controller would remove this taint once a node reports Ready; there is
 # no controller manager here, so the harness plays that part for fake nodes.
@@ -475,6 +478,7 @@ class ControlPlane:
         self.identities = {
             ADMIN: Identity(ADMIN, secrets.token_hex(16), ("system:masters",)),
             POLICYEXT: Identity(POLICYEXT, secrets.token_hex(16)),
+            NOBODY: Identity(NOBODY, secrets.token_hex(16)),
             SCHEDULER: Identity(SCHEDULER, secrets.token_hex(16)),
         }
         self.components: dict[str, Component] = {}

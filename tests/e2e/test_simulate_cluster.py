@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient, fake_node, free_port, pod
+from tests.e2e.controlplane import NOBODY, ControlPlane, KubeClient, fake_node, free_port, pod
 
 pytestmark = pytest.mark.e2e
 
@@ -179,7 +179,8 @@ def test_pending_shows_which_pods_a_candidate_rule_set_helps_or_hurts(
 def test_an_identity_without_rbac_is_told_which_permission_it_lacks(
     control_plane: ControlPlane, scene: Scene, tmp_path: Path
 ) -> None:
-    kubeconfig = control_plane.write_kubeconfig(POLICYEXT, tmp_path / "policyext.kubeconfig")
+    # not `policyext`: the session may have granted it the extender's RBAC already
+    kubeconfig = control_plane.write_kubeconfig(NOBODY, tmp_path / "nobody.kubeconfig")
     run = _simulate(
         "--rules",
         str(scene.candidate),
