@@ -30,6 +30,7 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
+from tests.e2e.rbac import grant_configmap_access
 
 pytestmark = pytest.mark.e2e
 
@@ -64,59 +65,6 @@ spec:
     - name: oops
       expression: "node.(("
 """
-
-
-def grant_extender_rbac(admin: KubeClient, namespace: str, configmap: str, user: str) -> None:
-    """Exactly the extender's RBAC of the Helm chart, for `user`."""
-    suffix = uuid.uuid4().hex[:6]
-    role = f"policyext-reload-{suffix}"
-    admin.create(
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        {
-            "metadata": {"name": role},
-            "rules": [
-                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-            ],
-        },
-    )
-    subject = [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]
-    admin.create(
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        {
-            "metadata": {"name": role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": subject,
-        },
-    )
-    admin.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
-        {
-            "metadata": {"name": role},
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "resourceNames": [configmap],
-                    "verbs": ["get", "list", "watch"],
-                }
-            ],
-        },
-    )
-    admin.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/rolebindings",
-        {
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-            "subjects": subject,
-        },
-    )
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 15.0) -> T:
@@ -195,14 +143,12 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-def setup(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+def setup(control_plane: ControlPlane, policyext_kubeconfig: Path) -> Iterator[Setup]:
     admin = control_plane.client()
     namespace = f"reload-{uuid.uuid4().hex[:6]}"
     admin.create_namespace(namespace)
     configmap = "policyext-policies"
-    grant_extender_rbac(admin, namespace, configmap, POLICYEXT)
-    folder = tmp_path_factory.mktemp("reload")
-    kubeconfig = control_plane.write_kubeconfig(POLICYEXT, folder / "policyext.kubeconfig")
+    grant_configmap_access(admin, namespace, configmap)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     state = Setup(url, namespace, configmap, admin)
@@ -212,7 +158,7 @@ def setup(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory)
         _policyext(
             "serve",
             "--kubeconfig",
-            str(kubeconfig),
+            str(policyext_kubeconfig),
             "--rules-configmap",
             f"{namespace}/{configmap}",
             "--workers",
@@ -328,11 +274,10 @@ def test_the_extender_identity_reads_its_configmap_and_no_other(
 
 
 def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
-    control_plane: ControlPlane, setup: Setup, tmp_path: Path
+    control_plane: ControlPlane, setup: Setup, policyext_kubeconfig: Path
 ) -> None:
     """A ConfigMap outside the identity's RBAC: not ready, the reason in /readyz, and an
     Error for the scheduler instead of every node let through."""
-    kubeconfig = control_plane.write_kubeconfig(POLICYEXT, tmp_path / "policyext.kubeconfig")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = Component(
@@ -340,7 +285,7 @@ def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
         _policyext(
             "serve",
             "--kubeconfig",
-            str(kubeconfig),
+            str(policyext_kubeconfig),
             "--rules-configmap",
             f"{setup.namespace}/not-ours",
             "--bind",
