@@ -67,6 +67,7 @@ def create_app(
     app = Flask("policyext")
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
+    memo: verbs.Memo = verbs.Memo()
 
     def raw_body() -> bytes:
         """The body, at most `max_body` bytes: Werkzeug checks Content-Length, but a chunked
@@ -111,13 +112,15 @@ def create_app(
     def filter_view() -> Response:
         policies = store.current
         args = extender_args(policies)
-        return timed("filter", lambda: verbs.run_filter(policies, source, args, now()))
+        return timed("filter", lambda: verbs.run_filter(policies, source, args, now(), memo))
 
     @app.post(f"{prefix}/prioritize")
     def prioritize_view() -> Response:
         policies = store.current
         args = extender_args(policies)
-        return timed("prioritize", lambda: verbs.run_prioritize(policies, source, args, now()))
+        return timed(
+            "prioritize", lambda: verbs.run_prioritize(policies, source, args, now(), memo)
+        )
 
     @app.post(f"{prefix}/preempt")
     def preempt_view() -> Response:
