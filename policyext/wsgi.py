@@ -26,6 +26,7 @@ from policyext.policy.compile import load_policy_set
 from policyext.policy.resources import NodeSource
 from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
+from policyext.server.worker import LingeringThreadWorker
 from policyext.store import PolicyStore
 
 log = logging.getLogger("policyext")
@@ -125,7 +126,7 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": "gthread",
+            "worker_class": LingeringThreadWorker,  # gthread, see server/worker.py
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
