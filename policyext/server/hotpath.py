@@ -96,7 +96,11 @@ class HotVerbs:
             length = environ.get("CONTENT_LENGTH", "")
             if not length.isdigit() or int(length) > self.max_body:
                 return flask_app(environ, start_response)  # chunked, or 413
-            data = environ["wsgi.input"].read(int(length)) if length != "0" else b""
+            try:
+                data = environ["wsgi.input"].read(int(length)) if length != "0" else b""
+            except Exception as e:  # the connection broke: Flask meets the same error
+                environ["wsgi.input"] = _Failing(e)
+                return flask_app(environ, start_response)
             try:
                 if len(data) != int(length):
                     raise wire.WireError("short body")  # a disconnect: Flask says 400
@@ -115,6 +119,20 @@ class HotVerbs:
             return [body]
 
         return app
+
+
+class _Failing(io.RawIOBase):
+    """A request body whose reading fails as it did for the hot path."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, _buffer: Any) -> int:
+        raise self.error
 
 
 def _headers(body: bytes) -> list[tuple[str, str]]:

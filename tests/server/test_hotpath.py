@@ -39,6 +39,15 @@ class Call:
     content_type: str | None = "application/json"
     length: str | None = None  # Content-Length, when not the body's
     method: str = "POST"
+    broken: bool = False  # reading the body fails (the connection broke)
+
+
+class BrokenBody(io.RawIOBase):
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, _buffer: Any) -> int:
+        raise ConnectionResetError("the client went away")
 
 
 CALLS = [
@@ -54,6 +63,7 @@ CALLS = [
     Call("a body over the limit", body=b" " * (LIMIT + 1)),
     Call("a GET", method="GET", body=b""),
     Call("a path with a slash more", path="/filter/"),
+    Call("a connection that breaks while the body is read", broken=True),
 ]
 
 
@@ -86,7 +96,7 @@ def _environ(call: Call) -> dict[str, Any]:
         "SERVER_PORT": "80",
         "SERVER_PROTOCOL": "HTTP/1.1",
         "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(call.body),
+        "wsgi.input": BrokenBody() if call.broken else io.BytesIO(call.body),
         "wsgi.errors": sys.stderr,
         "CONTENT_LENGTH": call.length if call.length is not None else str(len(call.body)),
     }
