@@ -33,7 +33,7 @@ from policyext.policy.frames import (
     node_name,
 )
 from policyext.policy.match import PolicyMatch, policy_applies
-from policyext.policy.plan import Plan, Results
+from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
 from policyext.policy.verdicts import Evaluation, NodeVerdict, Rejection, RuleScore
 
@@ -117,8 +117,7 @@ class Prepared:
                 params = request.plan_params(policy.name, plan)
                 if not isinstance(params, tuple):  # UNUSABLE: evaluated node by node
                     return None
-                # typed: 1, 1.0 and true are equal in Python, not in CEL
-                values.append(tuple((type(v), v) for v in params))
+                values.append(typed(params))
         key = tuple(values)
         try:
             hash(key)
