@@ -13,23 +13,25 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
-from policyext.cel import CELError
+from policyext.cel import CELError, Timestamp
 from policyext.cel.timeutil import parse_timestamp
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
-from policyext.policy.compile import load_policy_set
+from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
 from policyext.policy.engine import Evaluation, evaluate
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.loader import load_yaml
 from policyext.policy.model import PolicyError
 from policyext.policy.resources import NodeSource
 from policyext.policy.testing import find_tests, run_test
-from policyext.render import evaluation_table, test_report
+from policyext.policy.whatif import compare, is_pending, whatif_to_dict
+from policyext.render import evaluation_table, test_report, whatif_table
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -62,13 +64,46 @@ def _parser() -> argparse.ArgumentParser:
     validate.set_defaults(run=cmd_validate)
 
     simulate = commands.add_parser(
-        "simulate", help="rank nodes for a pod under the policies, with every reason shown"
+        "simulate",
+        help="rank nodes for a pod under the policies, with every reason shown; or compare "
+        "two rule sets for every pending pod",
     )
-    simulate.add_argument("--rules", required=True, action="append", metavar="PATH")
-    simulate.add_argument("--pod", required=True, metavar="FILE", help="a Pod (YAML or JSON)")
+    simulate.add_argument(
+        "--rules",
+        required=True,
+        action="append",
+        metavar="PATH",
+        help="policy files or folders (with --pending: the candidate rules)",
+    )
+    pods = simulate.add_mutually_exclusive_group(required=True)
+    pods.add_argument("--pod", metavar="FILE", help="a Pod (YAML or JSON)")
+    pods.add_argument(
+        "--pending",
+        action="store_true",
+        help="every pending pod, under --current and under --rules: what would change",
+    )
     nodes = simulate.add_mutually_exclusive_group(required=True)
     nodes.add_argument("--snapshot", metavar="FILE", help="Nodes and Pods (kubectl get -o yaml)")
     nodes.add_argument("--nodes", metavar="FILE", help="Nodes only (no pod information)")
+    nodes.add_argument(
+        "--cluster", action="store_true", help="list the live Nodes and Pods once (kubeconfig)"
+    )
+    simulate.add_argument(
+        "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    simulate.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
+    current = simulate.add_mutually_exclusive_group()
+    current.add_argument(
+        "--current", action="append", metavar="PATH", help="with --pending: the rules in use"
+    )
+    current.add_argument(
+        "--current-configmap",
+        metavar="NAMESPACE/NAME",
+        help="with --pending --cluster: the rules in use, from the ConfigMap served",
+    )
+    simulate.add_argument(
+        "--scheduler-name", metavar="NAME", help="with --pending: only this scheduler's pods"
+    )
     simulate.add_argument("--now", metavar="TIME", help="the time as `now` (RFC 3339)")
     simulate.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     simulate.set_defaults(run=cmd_simulate)
@@ -82,7 +117,20 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the extender (gunicorn); every flag is also an environment variable",
         description="Every flag can also be set as POLICYEXT_<FLAG>, e.g. POLICYEXT_RULES.",
     )
-    _env_flag(serve, "--rules", "rules", help="policy files or folders (comma-separated)")
+    _env_flag(
+        serve,
+        "--rules",
+        "",
+        metavar="PATH",
+        help="policy files or folders (comma-separated), reloaded when they change",
+    )
+    _env_flag(
+        serve,
+        "--rules-configmap",
+        None,
+        metavar="NAMESPACE/NAME",
+        help="policies from this ConfigMap, watched through the API (with --rules: both)",
+    )
     _env_flag(serve, "--bind", "0.0.0.0:8888", metavar="HOST:PORT")
     _env_flag(serve, "--snapshot", None, metavar="FILE", help="Nodes and Pods to serve from")
     _env_flag(serve, "--kubeconfig", None, metavar="FILE", help="watch and bind in this cluster")
@@ -174,8 +222,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.snapshot and (args.kubeconfig or args.in_cluster):
         print("error: --snapshot and --kubeconfig/--in-cluster exclude each other", file=sys.stderr)
         return EXIT_USAGE
+    rules = [p for p in str(args.rules or "").split(",") if p]
+    if not rules and not args.rules_configmap:
+        print("error: give the policies with --rules and/or --rules-configmap", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rules_configmap:
+        from policyext.cluster.rules_configmap import (  # noqa: PLC0415 - kubernetes only to serve
+            ConfigMapNameError,
+            ConfigMapRef,
+        )
+
+        try:
+            ConfigMapRef.parse(args.rules_configmap)
+        except ConfigMapNameError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if not (args.kubeconfig or args.in_cluster):
+            print("error: --rules-configmap needs --kubeconfig or --in-cluster", file=sys.stderr)
+            return EXIT_USAGE
     settings = Settings(
-        rules=[p for p in str(args.rules).split(",") if p],
+        rules=rules,
+        rules_configmap=args.rules_configmap or None,
         bind=args.bind,
         snapshot=args.snapshot or None,
         kubeconfig=args.kubeconfig or None,
@@ -189,12 +256,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_client_ca=args.tls_client_ca or None,
         max_body=_positive(args.max_body, "--max-body"),
     )
-    try:
-        load_policy_set(settings.rules)  # refuse to start on invalid policies
-    except PolicyError as e:
-        for issue in e.issues:
-            print(issue, file=sys.stderr)
-        return EXIT_INVALID
+    if not settings.rules_configmap:
+        try:
+            load_policy_set(settings.rules)  # refuse to start on invalid policies
+        except PolicyError as e:  # (with a ConfigMap too, the union is judged once it is read)
+            for issue in e.issues:
+                print(issue, file=sys.stderr)
+            return EXIT_INVALID
     if settings.snapshot:
         try:
             SnapshotSource.from_file(settings.snapshot)  # and on a snapshot it cannot read
@@ -292,8 +360,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _load_source(args: argparse.Namespace) -> tuple[list[dict[str, Any]], NodeSource | None]:
-    if args.snapshot:
-        source = SnapshotSource.from_file(args.snapshot)
+    if args.snapshot or args.cluster:
+        source = (
+            _cluster_snapshot(args) if args.cluster else SnapshotSource.from_file(args.snapshot)
+        )
         return list(source.nodes.values()), source
     objects = read_objects(Path(args.nodes))
     nodes = [o for o in objects if o.get("kind", "Node") == "Node"]
@@ -310,22 +380,123 @@ def _read_pod(path: str) -> dict[str, Any]:
     return pod
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
+def _cluster_api(args: argparse.Namespace) -> Any:
+    """The API client of `--cluster` (kubernetes is imported only for it)."""
+    from policyext.cluster.client import (  # noqa: PLC0415 - kubernetes only for --cluster
+        ClientConfigError,
+        ClusterSettings,
+        api_client,
+        default_kubeconfig,
+    )
+
+    settings = ClusterSettings(args.kubeconfig or default_kubeconfig(), context=args.context)
     try:
-        policy_set = load_policy_set(args.rules)
+        return api_client(settings)
+    except ClientConfigError as e:
+        raise SnapshotError(str(e)) from None
+
+
+def _cluster_snapshot(args: argparse.Namespace, api: Any = None) -> SnapshotSource:
+    from policyext.cluster.listing import cluster_snapshot  # noqa: PLC0415 - as _cluster_api
+
+    return cluster_snapshot(api if api is not None else _cluster_api(args))
+
+
+def _simulate_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of flags argparse cannot express, if anything."""
+    if (args.kubeconfig or args.context) and not args.cluster:
+        return "--kubeconfig and --context go with --cluster"
+    if not args.pending:
+        if args.current or args.current_configmap or args.scheduler_name:
+            return "--current, --current-configmap and --scheduler-name go with --pending"
+        return None
+    if args.nodes:
+        return "--pending needs the pods of the cluster: --cluster or --snapshot, not --nodes"
+    if not (args.current or args.current_configmap):
+        return (
+            "--pending compares with the rules in use: "
+            "give --current PATH or --current-configmap NAMESPACE/NAME"
+        )
+    if args.current_configmap and not args.cluster:
+        return "--current-configmap reads the live cluster: it goes with --cluster"
+    if args.current_configmap and args.current_configmap.count("/") != 1:
+        return "--current-configmap is NAMESPACE/NAME"
+    return None
+
+
+def _load_rules(paths: Sequence[str]) -> PolicySet | None:
+    """The policies under `paths`, or None after printing every problem."""
+    try:
+        return load_policy_set(paths)
     except PolicyError as e:
         for issue in e.issues:
             print(issue, file=sys.stderr)
+        return None
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    usage = _simulate_usage(args)
+    if usage is not None:
+        print(f"error: {usage}", file=sys.stderr)
+        return EXIT_USAGE
+    policy_set = _load_rules(args.rules)
+    if policy_set is None:
         return EXIT_INVALID
+    if args.pending:
+        return _simulate_pending(args, policy_set)
     try:
         pod = _read_pod(args.pod)
-        nodes, source = _load_source(args)
         now = parse_timestamp(args.now) if args.now else None
+        nodes, source = _load_source(args)
     except (SnapshotError, CELError) as e:
         return _fail(str(e))
     evaluation = evaluate(policy_set, pod, nodes, source, now)
     _print_evaluation(evaluation, args.output, sys.stdout)
     return EXIT_OK
+
+
+def _simulate_pending(args: argparse.Namespace, candidate: PolicySet) -> int:
+    current = _load_rules(args.current) if args.current else None
+    if args.current and current is None:
+        return EXIT_INVALID
+    try:
+        now = parse_timestamp(args.now) if args.now else Timestamp(time.time_ns())
+        if args.cluster:
+            api = _cluster_api(args)
+            if current is None:
+                current = _configmap_rules(api, args.current_configmap)
+                if current is None:
+                    return EXIT_INVALID
+            source = _cluster_snapshot(args, api)
+        else:
+            source = SnapshotSource.from_file(args.snapshot)
+    except (SnapshotError, CELError) as e:
+        return _fail(str(e))
+    assert current is not None
+    pending = [p for p in source.pods if is_pending(p, args.scheduler_name)]
+    result = compare(current, candidate, pending, list(source.nodes.values()), source, now)
+    if args.output == "json":
+        json.dump(whatif_to_dict(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.output == "yaml":
+        yaml.safe_dump(whatif_to_dict(result), sys.stdout, sort_keys=False)
+    else:
+        sys.stdout.write(whatif_table(result))
+    return EXIT_OK
+
+
+def _configmap_rules(api: Any, reference: str) -> PolicySet | None:
+    """The rules a ConfigMap serves, or None after printing every problem."""
+    from policyext.cluster.listing import configmap_rule_texts  # noqa: PLC0415 - as _cluster_api
+
+    namespace, name = reference.split("/")
+    texts = configmap_rule_texts(api, namespace, name)
+    try:
+        return load_policy_texts(texts)
+    except PolicyError as e:
+        for issue in e.issues:
+            print(issue, file=sys.stderr)
+        return None
 
 
 def _print_evaluation(ev: Evaluation, output: str, out: TextIO) -> None:

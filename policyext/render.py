@@ -1,4 +1,4 @@
-"""Human-readable output of the CLI: the simulate table and the test report."""
+"""Human-readable output of the CLI: the simulate tables and the test report."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from policyext.policy.engine import Evaluation, NodeVerdict
 from policyext.policy.testing import TestResult
+from policyext.policy.whatif import BECOMES_UNSCHEDULABLE, Placement, WhatIf
 
 
 def _format_number(value: float | None) -> str:
@@ -64,6 +65,52 @@ def evaluation_table(ev: Evaluation) -> str:
         out.append(f"best node is {best.name} (score {best.score})")
     else:
         out.append("no node fits this pod")
+    return "\n".join(out) + "\n"
+
+
+def _best(p: Placement) -> str:
+    return "-" if p.best is None else f"{p.best} ({p.score})"
+
+
+def whatif_table(result: WhatIf) -> str:
+    """One row per pending pod: feasible nodes and the best node (its score) under the
+    current rules -> under the candidate rules, and the verdict. A pod that would lose its
+    place also gets the candidate rules' rejections, each with the nodes it rejected."""
+    out = [
+        f"current rules {result.current_version} -> candidate rules "
+        f"{result.candidate_version}, {result.nodes} node{'' if result.nodes == 1 else 's'}",
+        "",
+    ]
+    if not result.pods:
+        return "\n".join([*out, "no pending pods"]) + "\n"
+    rows = [
+        (
+            f"{c.namespace}/{c.name}",
+            f"{c.before.feasible} -> {c.after.feasible}",
+            f"{_best(c.before)} -> {_best(c.after)}",
+            c.verdict,
+        )
+        for c in result.pods
+    ]
+    header = ("POD", "FEASIBLE", "BEST NODE", "VERDICT")
+    widths = [max(len(header[k]), *(len(r[k]) for r in rows)) for k in range(3)]
+    indent = sum(w + 2 for w in widths)
+
+    def line(cells: Sequence[str]) -> str:
+        return "".join(f"{cell:<{w}}  " for cell, w in zip(cells, widths, strict=False)) + cells[3]
+
+    out.append(line(header))
+    for row, change in zip(rows, result.pods, strict=True):
+        out.append(line(row))
+        if change.verdict == BECOMES_UNSCHEDULABLE:
+            out.extend(
+                f"{'':<{indent}}rejected by {rule} on {nodes} node{'' if nodes == 1 else 's'}"
+                for rule, nodes in change.after.rejections.items()
+            )
+    out.append("")
+    counts = ", ".join(f"{n} {v}" for v, n in result.summary().items())
+    pods = len(result.pods)
+    out.append(f"{pods} pending pod{'' if pods == 1 else 's'}: {counts}")
     return "\n".join(out) + "\n"
 
 

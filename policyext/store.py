@@ -11,10 +11,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from policyext.policy.compile import EMPTY_POLICY_SET, PolicySet
+from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.model import Issue, PolicyError
 
 Loader = Callable[[], PolicySet]
+Listener = Callable[["ReloadStatus"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,18 @@ class PolicyStore:
     """Holds the current PolicySet. Readers take `store.current` once per request: the set
     is immutable, so a request sees exactly one version even while a reload happens."""
 
-    current: PolicySet = EMPTY_POLICY_SET
+    current: PolicySet = NOT_LOADED
     loaded: bool = False  # a valid set has been loaded at least once
     status: ReloadStatus | None = None
     reloads_ok: int = 0
     reloads_failed: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _listeners: list[Listener] = field(default_factory=list, repr=False)
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call `listener` with the status of every later reload (metrics, logs, Events).
+        Listeners run on the reloading thread, in reload order; they must not raise."""
+        self._listeners.append(listener)
 
     def reload(self, load: Loader, source: str) -> ReloadStatus:
         """Build a new set with `load`; swap it in only when it is valid."""
@@ -54,9 +61,20 @@ class PolicyStore:
             self.loaded = True
             self.reloads_ok += 1
             self.status = ReloadStatus(True, time.time(), policy_set.version, source)
-            return self.status
+            return self._announce(self.status)
+
+    def fail(self, source: str, error: str) -> ReloadStatus:
+        """Record a reload that could not even be tried (e.g. the policy source is gone):
+        the current set keeps serving."""
+        with self._lock:
+            return self._failed(source, (), error)
 
     def _failed(self, source: str, issues: tuple[Issue, ...], error: str | None) -> ReloadStatus:
         self.reloads_failed += 1
         self.status = ReloadStatus(False, time.time(), self.current.version, source, issues, error)
-        return self.status
+        return self._announce(self.status)
+
+    def _announce(self, status: ReloadStatus) -> ReloadStatus:
+        for listener in self._listeners:
+            listener(status)
+        return status

@@ -9,25 +9,31 @@ from __future__ import annotations
 
 import gc
 import logging
-import ssl
+import socket
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors as http_errors
+from gunicorn.util import write_nonblock
 from prometheus_client import multiprocess
 
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import ClusterSettings, api_client
+from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, PolicyEvents
+from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.compile import load_policy_set
 from policyext.policy.resources import NodeSource
 from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
+from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import LingeringThreadWorker
-from policyext.store import PolicyStore
+from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
 
@@ -35,6 +41,8 @@ log = logging.getLogger("policyext")
 @dataclass
 class Settings:
     rules: list[str] = field(default_factory=list)
+    rules_configmap: str | None = None  # NAMESPACE/NAME
+    reload_interval: float = POLL_INTERVAL
     bind: str = "0.0.0.0:8888"
     snapshot: str | None = None
     kubeconfig: str | None = None
@@ -72,6 +80,7 @@ def build_app(settings: Settings) -> Flask:
     configure_logging(settings.log_level)
     store = PolicyStore()
     metrics = Metrics()
+    store.subscribe(lambda status: _reloaded(metrics, status))
     source: NodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
@@ -85,15 +94,25 @@ def build_app(settings: Settings) -> Flask:
         source = live
         binder = ClusterBinder(api, live)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
-    status = store.reload(lambda: load_policy_set(settings.rules), ", ".join(settings.rules))
-    metrics.reloads.labels("ok" if status.ok else "failed").inc()
-    if status.ok:
-        log.info("serving policy version %s from %s", status.version, status.source)
+    configmap = ConfigMapRef.parse(settings.rules_configmap) if settings.rules_configmap else None
+    events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
+    sources = PolicySources(store, settings.rules, configmap, events)
+    if settings.rules:
+        # fingerprinted before the first load: a change in between is loaded again, not lost
+        DirectoryWatcher(settings.rules, sources.reload, interval=settings.reload_interval).start()
+    if configmap is not None:
+        if api is None:
+            raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
+        # the first list loads the policies; until then /readyz says not ready and the
+        # verbs answer with an Error rather than let every node through
+        ConfigMapWatch(
+            api,
+            configmap,
+            sources.configmap_changed,
+            on_problem=sources.configmap_unreadable,
+        ).start()
     else:
-        for issue in status.issues:
-            log.error("%s", issue)
-        if status.error:
-            log.error("%s", status.error)
+        sources.reload()
     options = Options(url_prefix=settings.url_prefix, max_body=settings.max_body)
     app = create_app(store, source, binder, metrics, options)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
@@ -103,15 +122,55 @@ def build_app(settings: Settings) -> Flask:
     return app
 
 
-def _tls_context(settings: Settings) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    assert settings.tls_cert and settings.tls_key
-    context.load_cert_chain(settings.tls_cert, settings.tls_key)
-    if settings.tls_client_ca:
-        context.load_verify_locations(settings.tls_client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
+def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
+    metrics.reloaded(status.ok, status.at)
+    if status.ok:
+        log.info("serving policy version %s from %s", status.version, status.source)
+        return
+    log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
+    for issue in status.issues:
+        log.error("%s", issue)
+    if status.error:
+        log.error("%s", status.error)
+
+
+# requests gunicorn refuses before the application sees them, and the status of each
+_REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
+    (http_errors.LimitRequestLine, 414, "URI Too Long"),
+    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large"),
+    (http_errors.InvalidRequestLine, 400, "Bad Request"),
+    (http_errors.InvalidRequestMethod, 400, "Bad Request"),
+    (http_errors.InvalidHTTPVersion, 400, "Bad Request"),
+    (http_errors.InvalidHeaderName, 400, "Bad Request"),
+    (http_errors.InvalidHeader, 400, "Bad Request"),
+    (http_errors.ObsoleteFolding, 400, "Bad Request"),
+    (http_errors.InvalidChunkSize, 400, "Bad Request"),
+    (http_errors.ChunkMissingTerminator, 400, "Bad Request"),
+)
+
+
+class JsonErrorWorker(LingeringThreadWorker):
+    """gunicorn's gthread worker (with server/worker.py's shortcut between the calls of a
+    kept-alive connection), whose refusals of malformed HTTP (a request line or
+    headers over the limits, a bad header) are JSON errors like the application's, not
+    gunicorn's HTML page."""
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
+        if refused is None or isinstance(exc, http_errors.InvalidResponseHeader):
+            super().handle_error(req, client, addr, exc)
+            return
+        _, status, reason = refused
+        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            write_nonblock(client, head.encode("latin-1") + body)
+        except OSError:
+            self.log.debug("Failed to send error message.")
 
 
 class Server(BaseApplication):  # type: ignore[misc]
@@ -126,7 +185,7 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": LingeringThreadWorker,  # gthread, see server/worker.py
+            "worker_class": JsonErrorWorker,  # gthread: see server/worker.py
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
@@ -142,8 +201,9 @@ class Server(BaseApplication):  # type: ignore[misc]
         if s.tls_cert:
             config["certfile"] = s.tls_cert
             config["keyfile"] = s.tls_key
-            settings = s
-            config["ssl_context"] = lambda _conf, _default: _tls_context(settings)
+            contexts = TLSContexts(TLSFiles(s.tls_cert, s.tls_key or "", s.tls_client_ca))
+            # called for every new connection: the cache rebuilds only on renewed files
+            config["ssl_context"] = lambda _conf, _default: contexts.get()
         if s.workers > 1:
             config["child_exit"] = _child_exit
         for key, value in config.items():

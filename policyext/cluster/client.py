@@ -4,7 +4,9 @@ kubeconfig file. Nothing here talks to the API; it only builds the client.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from kubernetes import client as k8s
@@ -28,6 +30,12 @@ class ClusterSettings:
     @property
     def enabled(self) -> bool:
         return self.in_cluster or bool(self.kubeconfig)
+
+
+def default_kubeconfig() -> str:
+    """The kubeconfig kubectl would use: $KUBECONFIG (several files separated by the path
+    separator are merged) or ~/.kube/config."""
+    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
 def load_configuration(settings: ClusterSettings) -> k8s.Configuration | None:

@@ -79,8 +79,10 @@ class Reflector:
         *,
         watch_timeout: int = 300,
         clock: Callable[[], float] = time.monotonic,
+        on_error: Callable[[str], object] | None = None,
     ) -> None:
         self.name = name
+        self.on_error = on_error  # told of every failure, before the retry
         self.list_function = list_function
         self.handler = handler
         self.watch_timeout = watch_timeout
@@ -153,6 +155,8 @@ class Reflector:
                     continue  # the stream was ended on purpose
                 delay = self._backoff.next_delay()
                 log.warning("%s: %s; retrying in %.1f s", self.name, _describe(e), delay)
+                if self.on_error is not None:
+                    self.on_error(_describe(e))
                 self._stop.wait(delay)
 
     def _list(self) -> str:

@@ -18,7 +18,7 @@ from policyext import cel
 from policyext.policy.loader import (
     Document,
     PathKey,
-    discover,
+    discover_files,
     expression_location,
     parse_documents,
     read_documents,
@@ -112,6 +112,9 @@ class PolicySet:
 
 
 EMPTY_POLICY_SET: Final = PolicySet((), "empty", (), frozenset())
+# what a server holds before its policies were loaded once (e.g. the ConfigMap not read
+# yet): unlike a loaded empty set, it must not let every node through
+NOT_LOADED: Final = PolicySet((), "none", (), frozenset())
 # what the engine itself reads of a node, whatever the policies say
 ENGINE_NODE_FIELDS: Final = frozenset({("metadata",), ("status", "allocatable")})
 
@@ -143,26 +146,33 @@ def node_fields(policies: Sequence[CompiledPolicy]) -> frozenset[tuple[str, ...]
 # -- entry points ---------------------------------------------------------------------------
 def load_policy_set(paths: Iterable[str | Path], limits: cel.Limits | None = None) -> PolicySet:
     """Load every SchedulingPolicy under `paths`; raise PolicyError with all issues."""
-    files, issues = discover(paths)
-    documents: list[Document] = []
-    for path in files:
-        docs, file_issues = read_documents(path)
-        documents.extend(docs)
-        issues.extend(file_issues)
-    return compile_documents(documents, issues, [str(f) for f in files], limits)
+    return load_policies(paths, {}, limits)
 
 
 def load_policy_texts(texts: Mapping[str, str], limits: cel.Limits | None = None) -> PolicySet:
     """Load policies from named texts (e.g. the keys of a ConfigMap)."""
+    return load_policies((), texts, limits)
+
+
+def load_policies(
+    paths: Iterable[str | Path], texts: Mapping[str, str], limits: cel.Limits | None = None
+) -> PolicySet:
+    """One policy set from files and folders plus named texts (e.g. the keys of a ConfigMap,
+    named as they should appear in errors); raise PolicyError with every issue of all."""
+    files, issues = discover_files(paths)
     documents: list[Document] = []
-    issues: list[Issue] = []
+    for path, shown in files:
+        docs, file_issues = read_documents(path, shown)
+        documents.extend(docs)
+        issues.extend(file_issues)
     for name in sorted(texts):
-        if name.startswith("."):
+        if name.rsplit("/", 1)[-1].startswith("."):
             continue
         docs, text_issues = parse_documents(texts[name], name)
         documents.extend(docs)
         issues.extend(text_issues)
-    return compile_documents(documents, issues, sorted(texts), limits)
+    sources = [shown for _path, shown in files] + sorted(texts)
+    return compile_documents(documents, issues, sources, limits)
 
 
 def compile_documents(

@@ -19,6 +19,8 @@ import yaml
 from policyext.policy.model import Expression, Issue, Location
 
 PathKey = tuple[str | int, ...]
+# the link kubelet swaps to update a mounted ConfigMap atomically
+KUBELET_DATA_LINK: Final = "..data"
 
 
 _NO_TIMESTAMPS: Final = {
@@ -188,19 +190,30 @@ def parse_documents(text: str, name: str) -> tuple[list[Document], list[Issue]]:
 
 
 def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Issue]]:
-    """The policy files under the given files and folders, in a stable order.
+    """The policy files under the given files and folders, in a stable order."""
+    found, issues = discover_files(paths)
+    return [read for read, _shown in found], issues
+
+
+def discover_files(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, str]], list[Issue]]:
+    """The policy files under the given files and folders, in a stable order, each as (the
+    path to read, the name to show).
 
     Folders are read recursively for *.yaml, *.yml and *.json; names starting with `.` are
-    skipped, so a mounted ConfigMap (`..data`, `..2026_...`) is read once, through its
-    visible names."""
-    found: list[Path] = []
+    skipped. A folder that kubelet projects from a ConfigMap holds its files in a hidden
+    timestamped folder that the `..data` link points at, swapped atomically on update: it is
+    read through the resolved link, so one load sees one whole version of the ConfigMap
+    even when an update lands in the middle, while errors still name the visible path."""
+    found: list[tuple[Path, str]] = []
     issues: list[Issue] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found.extend(_walk(path))
+            data = path / KUBELET_DATA_LINK
+            root = Path(os.path.realpath(data)) if data.is_symlink() else path
+            found.extend((file, str(path / file.relative_to(root))) for file in _walk(root))
         elif path.is_file():
-            found.append(path)
+            found.append((path, str(path)))
         else:
             issues.append(Issue(Location(str(path), 1, 1), "no such file or directory"))
     return found, issues

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
-from policyext.server.wire import ExtenderArgs
+from policyext.server.wire import ExtenderArgs, unique
 
 # below this size decoding everything is cheap, and not worth a second decoder
 LARGE_BODY: Final = 256 * 1024
@@ -95,7 +95,9 @@ def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> Exten
     gc.disable()  # millions of short-lived objects: collecting during the decode is waste
     try:
         return _decode(body, fields)
-    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError):
+    # RecursionError: JSON nested deeper than msgspec recurses; orjson's depth limit then
+    # turns it into a 400
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, RecursionError):
         return None
     finally:
         if enabled:
@@ -105,6 +107,8 @@ def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> Exten
 def _decode(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderArgs | None:
     args = _ARGS.decode(body)
     if args.Nodes is None:
+        if args.NodeNames is not None and not unique(args.NodeNames):
+            return None  # the general decoder says which name
         return ExtenderArgs(args.Pod, None, args.NodeNames)
     decoder = _node_decoder(fields)
     nodes: list[dict[str, Any]] = []

@@ -114,6 +114,19 @@ class Metrics:
             registry=r,
             multiprocess_mode="liveall",
         )
+        self.last_reload_ok = Gauge(
+            "policyext_policy_last_reload_success",
+            "1 when the last policy reload was applied, 0 when it was rejected (the last good "
+            "set keeps serving).",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+        self.last_reload_time = Gauge(
+            "policyext_policy_last_reload_timestamp_seconds",
+            "When the last policy reload was tried (Unix time).",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
         self._version = ""
         # labelled series by their labels: prometheus_client takes a lock and checks the
         # labels on every labels() call, and the same few series are counted on every request
@@ -137,6 +150,11 @@ class Metrics:
             self.policy_version.labels(version).set(1)
             self._version = version
         self.policy_rules.set(rules)
+
+    def reloaded(self, ok: bool, at: float) -> None:
+        self.reloads.labels("ok" if ok else "failed").inc()
+        self.last_reload_ok.set(1 if ok else 0)
+        self.last_reload_time.set(at)
 
     def observe(self, verb: str, ev: Evaluation | None, nodes: int, seconds: float) -> None:
         """Latency and size of every verb; rule outcomes only for the scheduling decisions

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
+from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
 from policyext.policy.resources import (
     NodeInfo,
@@ -27,6 +27,11 @@ UNKNOWN_NODE = "node is not in policyext's node cache"
 NO_SOURCE = (
     "policyext has no node source for NodeNames requests: run it with --snapshot or a "
     "cluster connection, or set nodeCacheCapable: false"
+)
+
+NOT_LOADED_MESSAGE = (
+    "policyext has no policies loaded yet (its policy ConfigMap not read or not found): "
+    "see its /readyz"
 )
 
 
@@ -77,7 +82,11 @@ def _resolve(
     return [node for _, node in known], [name for name, _ in known], unknown
 
 
-def source_problem(args: wire.ExtenderArgs, source: NodeSource | None) -> str:
+def source_problem(
+    args: wire.ExtenderArgs, source: NodeSource | None, policies: PolicySet | None = None
+) -> str:
+    if policies is NOT_LOADED:
+        return NOT_LOADED_MESSAGE
     if args.nodes is not None:
         return ""
     if source is None:
@@ -96,7 +105,7 @@ def run_filter(
     memo: Memo | None = None,
 ) -> VerbResult:
     names_mode = args.nodes is None
-    problem = source_problem(args, source)
+    problem = source_problem(args, source, policies)
     if problem:
         body = wire.filter_result(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
@@ -157,7 +166,7 @@ def run_prioritize(
     memo: Memo | None = None,
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
-    if source_problem(args, source):
+    if source_problem(args, source, policies):
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
     prepared = prepare(policies, args.pod, source, now)
@@ -192,7 +201,7 @@ def run_prioritize(
 def run_explain(
     policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
 ) -> tuple[Evaluation, dict[str, str]]:
-    problem = source_problem(args, source)
+    problem = source_problem(args, source, policies)
     if problem:
         raise wire.WireError(problem)
     nodes, names, unknown = _resolve(args, source)

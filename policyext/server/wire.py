@@ -106,9 +106,26 @@ def parse_extender_args(body: Json) -> ExtenderArgs:
             names = raw_names
         else:
             names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
+        if not unique(names):
+            raise WireError(f"NodeNames: {_first_repeated(names)!r} appears more than once")
     if nodes is None and names is None:
         raise WireError("one of Nodes or NodeNames is required")
     return ExtenderArgs(pod, nodes, names)
+
+
+def unique(names: list[str]) -> bool:
+    """No name twice. kube-scheduler never repeats a node; a request that does would
+    evaluate every copy with the node cache off (100,000 copies of one name take seconds)."""
+    return len(set(names)) == len(names)
+
+
+def _first_repeated(names: list[str]) -> str:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,13 +29,29 @@ class Pki:
     server: Pair
     client: Pair
     rogue_client: Pair
+    # signed by `ca`, but outside their validity period
+    expired_server: Pair
+    future_server: Pair
+    expired_client: Pair
+    future_client: Pair
 
 
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _builder(subject: str, issuer: x509.Name, key: Key) -> x509.CertificateBuilder:
+# validity periods relative to now: current, ended yesterday, starting tomorrow
+CURRENT = (datetime.timedelta(minutes=-5), datetime.timedelta(days=1))
+EXPIRED = (datetime.timedelta(days=-30), datetime.timedelta(days=-1))
+FUTURE = (datetime.timedelta(days=1), datetime.timedelta(days=30))
+
+
+def _builder(
+    subject: str,
+    issuer: x509.Name,
+    key: Key,
+    validity: tuple[datetime.timedelta, datetime.timedelta] = CURRENT,
+) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -43,8 +59,8 @@ def _builder(subject: str, issuer: x509.Name, key: Key) -> x509.CertificateBuild
         .issuer_name(issuer)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now + validity[0])
+        .not_valid_after(now + validity[1])
     )
 
 
@@ -86,9 +102,17 @@ def _ca(directory: Path, name: str) -> tuple[x509.Certificate, Key, Path]:
     return cert, key, _write(directory / name, cert).cert
 
 
-def _leaf(directory: Path, name: str, ca: x509.Certificate, ca_key: Key, *, server: bool) -> Pair:
+def _leaf(
+    directory: Path,
+    name: str,
+    ca: x509.Certificate,
+    ca_key: Key,
+    *,
+    server: bool,
+    validity: tuple[datetime.timedelta, datetime.timedelta] = CURRENT,
+) -> Pair:
     key = ec.generate_private_key(ec.SECP256R1())
-    builder = _builder(name, ca.subject, key).add_extension(
+    builder = _builder(name, ca.subject, key, validity).add_extension(
         x509.BasicConstraints(ca=False, path_length=None), critical=True
     )
     if server:
@@ -114,4 +138,12 @@ def make_pki(directory: Path) -> Pki:
         server=_leaf(directory, "policyext-server", ca, ca_key, server=True),
         client=_leaf(directory, "kube-scheduler", ca, ca_key, server=False),
         rogue_client=_leaf(directory, "rogue-client", other, other_key, server=False),
+        expired_server=_leaf(
+            directory, "expired-server", ca, ca_key, server=True, validity=EXPIRED
+        ),
+        future_server=_leaf(directory, "future-server", ca, ca_key, server=True, validity=FUTURE),
+        expired_client=_leaf(
+            directory, "expired-client", ca, ca_key, server=False, validity=EXPIRED
+        ),
+        future_client=_leaf(directory, "future-client", ca, ca_key, server=False, validity=FUTURE),
     )

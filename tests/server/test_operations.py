@@ -222,6 +222,23 @@ def test_serve_refuses_counts_that_are_not_positive_whole_numbers_as_a_usage_err
     assert args[0] in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "give the policies with --rules and/or --rules-configmap"),
+        (["--rules-configmap", "kube-system/policies"], "needs --kubeconfig or --in-cluster"),
+        (["--rules-configmap", "policies", "--kubeconfig", "kc"], "NAMESPACE/NAME"),
+    ],
+    ids=["no policies at all", "a ConfigMap without a cluster", "a ConfigMap without namespace"],
+)
+def test_serve_refuses_policy_sources_it_cannot_use_as_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], says: str
+) -> None:
+    monkeypatch.delenv("POLICYEXT_RULES", raising=False)
+    assert main(["serve", *args]) == 2
+    assert says in capsys.readouterr().err
+
+
 def test_serve_refuses_a_missing_snapshot_with_a_one_line_message_and_status_1() -> None:
     done = _serve_once("--rules", str(RULES), "--snapshot", "/nonexistent/cluster.yaml")
     assert done.returncode == 1

@@ -1,0 +1,30 @@
+"""Fixtures of the chart tests: a helm binary (fetched once, cached) and rendered charts.
+
+Without helm the tests skip with the reason, unless POLICYEXT_REQUIRE_ALL=1 (as in CI),
+where a skip would hide a gap.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.chart.chart import Chart
+from tests.chart.helmbin import HelmUnavailable, ensure_helm
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    try:
+        return ensure_helm()
+    except HelmUnavailable as reason:
+        if os.environ.get("POLICYEXT_REQUIRE_ALL") == "1":
+            pytest.fail(f"{reason} (POLICYEXT_REQUIRE_ALL=1 forbids skipping)")
+        pytest.skip(str(reason))
+
+
+@pytest.fixture(scope="session")
+def chart(helm: Path) -> Chart:
+    return Chart(helm)

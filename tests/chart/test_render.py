@@ -1,0 +1,389 @@
+"""The chart as rendered by helm: lint, Kubernetes' own schemas, and what each object says."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_validate import utils as kubernetes_validate
+
+from policyext.cli import extender_config
+from policyext.cli import main as policyext_main
+from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, Rendered
+
+# The Kubernetes version the manifests are checked against: the e2e harness's.
+KUBERNETES_VERSION = "1.37"
+# Custom resources: no schema in kubernetes-validate, so they are skipped by name.
+CUSTOM_RESOURCES = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("cert-manager.io/v1", "Certificate"),
+}
+ci_files = pytest.mark.parametrize("values", CI_VALUES, ids=[p.stem for p in CI_VALUES])
+
+
+def _ci(stem: str) -> Path:
+    return CHART / "ci" / f"{stem}-values.yaml"
+
+
+@ci_files
+def test_helm_lint_strict_passes_for_every_ci_values_file(chart: Chart, values: Path) -> None:
+    chart.run("lint", "--strict", str(CHART), "--values", str(values))
+
+
+@ci_files
+def test_every_rendered_object_matches_the_kubernetes_schema(chart: Chart, values: Path) -> None:
+    rendered = chart.render([values])
+    skipped = set()
+    for obj in rendered.objects:
+        key = (obj["apiVersion"], obj["kind"])
+        if key in CUSTOM_RESOURCES:
+            skipped.add(key)
+            continue
+        name = f"{obj['kind']}/{obj['metadata']['name']}"
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(f"{values.name}: {name}: {error.message}")
+    assert skipped <= CUSTOM_RESOURCES
+
+
+# --------------------------------------------------------------------------- RBAC
+
+EXTENDER_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+]
+
+
+def _configmap_rule(name: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [name],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+
+
+def _bindings(rendered: Rendered) -> set[tuple[str, str, str, str]]:
+    """(binding kind, its namespace, the role kind, the role name) of every binding."""
+    found = set()
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        for binding in rendered.all(kind):
+            (subject,) = binding["subjects"]
+            assert subject == {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+            ref = binding["roleRef"]
+            namespace = binding["metadata"].get("namespace", "")
+            found.add((kind, namespace, ref["kind"], ref["name"]))
+    return found
+
+
+EXTENDER_BINDING = ("ClusterRoleBinding", "", "ClusterRole", FULLNAME)
+CONFIGMAP_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-policies")
+SECOND_SCHEDULER_BINDINGS = {
+    ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
+    ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
+    ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+}
+LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election")
+
+
+@pytest.mark.parametrize(
+    ("stem", "configmap", "bindings"),
+    [
+        ("default", None, {EXTENDER_BINDING, *SECOND_SCHEDULER_BINDINGS}),
+        ("extender", None, {EXTENDER_BINDING}),
+        (
+            "inline-policies",
+            f"{FULLNAME}-policies",
+            {EXTENDER_BINDING, CONFIGMAP_BINDING, *SECOND_SCHEDULER_BINDINGS},
+        ),
+        (
+            "existing-configmap",
+            "scheduling-policies",
+            {EXTENDER_BINDING, CONFIGMAP_BINDING, *SECOND_SCHEDULER_BINDINGS},
+        ),
+        ("leader-election", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
+    ],
+)
+def test_rbac_grants_exactly_the_extenders_rights_and_a_second_schedulers(
+    chart: Chart, stem: str, configmap: str | None, bindings: set[tuple[str, str, str, str]]
+) -> None:
+    rendered = chart.render([_ci(stem)])
+
+    assert rendered.get("ClusterRole", FULLNAME)["rules"] == EXTENDER_RULES
+    assert _bindings(rendered) == bindings
+    roles = {r["metadata"]["name"]: r["rules"] for r in rendered.all("Role")}
+    if configmap:
+        assert roles.pop(f"{FULLNAME}-policies") == _configmap_rule(configmap)
+    if LEASE_BINDING in bindings:
+        assert roles.pop(f"{FULLNAME}-leader-election") == [
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "resourceNames": [FULLNAME],
+                "verbs": ["get", "update"],
+            },
+        ]
+    assert roles == {}
+    assert rendered.names("ClusterRole") == {FULLNAME}
+
+
+@ci_files
+def test_no_rule_uses_a_wildcard_or_touches_secrets(chart: Chart, values: Path) -> None:
+    rendered = chart.render([values])
+    for role in rendered.all("ClusterRole") + rendered.all("Role"):
+        for rule in role["rules"]:
+            words = [*rule.get("apiGroups", []), *rule["resources"], *rule["verbs"]]
+            assert "*" not in words, role["metadata"]["name"]
+            assert "secrets" not in rule["resources"], role["metadata"]["name"]
+
+
+def test_leader_election_uses_the_lease_its_role_names(chart: Chart) -> None:
+    rendered = chart.render([_ci("leader-election")])
+    election = rendered.scheduler_config()["leaderElection"]
+    assert election["leaderElect"] is True
+    assert (election["resourceNamespace"], election["resourceName"]) == (NAMESPACE, FULLNAME)
+    assert election["resourceLock"] == "leases"
+
+
+# --------------------------------------------------------------------------- hardening
+
+RESTRICTED = {
+    "runAsNonRoot": True,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+@ci_files
+def test_every_container_is_restricted_probed_and_bounded(chart: Chart, values: Path) -> None:
+    rendered = chart.render([values])
+    pod = rendered.pod_spec
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in pod["containers"]:
+        assert container["securityContext"] == RESTRICTED, container["name"]
+        assert set(container["resources"]) == {"requests", "limits"}, container["name"]
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            action = container[probe]
+            if "httpGet" in action:
+                assert action["httpGet"]["path"] == path
+            else:  # mutual TLS: the kubelet has no client certificate, Python does
+                assert f':{8888}{path}"' in action["exec"]["command"][-1]
+    # the read-only root: whatever the extender writes goes to emptyDirs
+    mounts = {m["mountPath"] for m in rendered.container("extender")["volumeMounts"]}
+    assert {"/tmp", "/var/run/policyext/metrics"} <= mounts
+
+
+@pytest.mark.parametrize(("stem", "multiprocess"), [("default", False), ("leader-election", True)])
+def test_several_workers_share_their_metrics_in_an_empty_dir(
+    chart: Chart, stem: str, multiprocess: bool
+) -> None:
+    extender = chart.render([_ci(stem)]).container("extender")
+    env = {e["name"]: e.get("value") for e in extender.get("env", [])}
+    if multiprocess:
+        assert env["PROMETHEUS_MULTIPROC_DIR"] == "/var/run/policyext/metrics"
+    else:
+        assert "PROMETHEUS_MULTIPROC_DIR" not in env
+
+
+def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart: Chart) -> None:
+    assert chart.render().deployment["spec"]["strategy"] == {"type": "Recreate"}
+    rolled = chart.render([_ci("leader-election")]).deployment["spec"]
+    assert "strategy" not in rolled
+    assert (
+        chart.render([_ci("leader-election")]).get("PodDisruptionBudget", FULLNAME)["spec"][
+            "minAvailable"
+        ]
+        == 2
+    )
+
+
+# --------------------------------------------------------------------------- the extender
+
+
+SERVE = ["--in-cluster", "--bind=0.0.0.0:8888"]
+WORKERS = ["--workers=1", "--threads=4", "--log-level=info"]
+MOUNTED = "--rules=/etc/policyext/rules"
+
+
+@pytest.mark.parametrize(
+    ("stem", "args"),
+    [
+        ("default", [*SERVE, MOUNTED, *WORKERS]),
+        (
+            "inline-policies",
+            [*SERVE, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS],
+        ),
+        (
+            "existing-configmap",
+            [*SERVE, f"--rules-configmap={NAMESPACE}/scheduling-policies", *WORKERS],
+        ),
+        ("extender", [*SERVE, MOUNTED, *WORKERS, "--url-prefix=/policyext"]),
+        (
+            "tls-secret",
+            [
+                *SERVE,
+                MOUNTED,
+                *WORKERS,
+                "--tls-cert=/etc/policyext/tls/tls.crt",
+                "--tls-key=/etc/policyext/tls/tls.key",
+                "--tls-client-ca=/etc/policyext/tls/ca.crt",
+            ],
+        ),
+        ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:]]),
+    ],
+)
+def test_the_extender_is_served_with_the_policy_and_tls_flags(
+    chart: Chart, stem: str, args: list[str]
+) -> None:
+    # (the image's entrypoint is `policyext serve`: the chart gives only the flags)
+    assert chart.render([_ci(stem)]).container("extender")["args"] == args
+
+
+def _config_flags(values: dict[str, Any], url: str) -> argparse.Namespace:
+    ext, tls = values.get("extender", {}), values.get("tls", {})
+    directory = "/etc/policyext/tls"
+    mutual = tls.get("enabled") and tls.get("clientAuth", True)
+    return argparse.Namespace(
+        url=url,
+        url_prefix=ext.get("urlPrefix", ""),
+        weight=ext.get("weight", 1),
+        timeout=ext.get("httpTimeout", "5s"),
+        bind=ext.get("bind", True),
+        no_preempt=not ext.get("preempt", True),
+        ignorable=ext.get("ignorable", False),
+        ca_file=f"{directory}/ca.crt" if tls.get("enabled") else None,
+        cert_file=f"{directory}/tls.crt" if mutual else None,
+        key_file=f"{directory}/tls.key" if mutual else None,
+        server_name=tls.get("serverName"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("stem", "url"),
+    [
+        ("default", "http://127.0.0.1:8888"),
+        ("tls-cert-manager", "https://127.0.0.1:8888"),
+        ("extender", "http://10.96.200.10:8888"),
+        ("tls-secret", f"https://{FULLNAME}.{NAMESPACE}.svc:8888"),
+    ],
+)
+def test_the_extenders_block_is_what_policyext_config_prints(
+    chart: Chart, stem: str, url: str
+) -> None:
+    values = yaml.safe_load(_ci(stem).read_text()) or {}
+    expected = extender_config(_config_flags(values, url))
+    if values.get("mode") == "extender":
+        notes = chart.notes([_ci(stem)])
+        block = notes.split("extenders:\n", 1)[1].split("\n\n", 1)[0]
+        assert yaml.safe_load(block) == [expected]
+    else:
+        config = chart.render([_ci(stem)]).scheduler_config()
+        assert config["extenders"] == [expected]
+        assert config["profiles"] == [{"schedulerName": "policy-scheduler"}]
+
+
+def test_policyext_accepts_the_policies_the_chart_ships(chart: Chart, tmp_path: Path) -> None:
+    configmap = chart.render([_ci("inline-policies")]).get("ConfigMap", f"{FULLNAME}-policies")
+    for name, content in configmap["data"].items():
+        (tmp_path / name).write_text(content)
+
+    assert sorted(configmap["data"]) == ["critical-off-spot.yaml", "most-free-cpu.yaml"]
+    assert policyext_main(["validate", str(tmp_path)]) == 0
+
+
+def test_changed_policies_leave_the_pods_alone_and_a_changed_config_restarts_them(
+    chart: Chart, tmp_path: Path
+) -> None:
+    before = chart.render([_ci("inline-policies")])
+    policies = before.get("ConfigMap", f"{FULLNAME}-policies")["data"]
+    changed = {"policies": {"inline": {**policies, "extra.yaml": policies["most-free-cpu.yaml"]}}}
+    after = chart.render(
+        [_ci("inline-policies")], values_text=yaml.safe_dump(changed), tmp=tmp_path
+    )
+    reweighted = chart.render([_ci("inline-policies")], ["extender.weight=3"])
+
+    template = before.deployment["spec"]["template"]
+    assert after.get("ConfigMap", f"{FULLNAME}-policies")["data"] != policies
+    assert after.deployment["spec"]["template"] == template
+    assert reweighted.deployment["spec"]["template"] != template
+
+
+# --------------------------------------------------------------------------- modes
+
+
+@pytest.mark.parametrize(
+    ("stem", "containers", "kinds"),
+    [
+        ("default", ["kube-scheduler", "extender"], set()),
+        ("extender", ["extender"], {"Service"}),
+        ("observability", ["extender"], {"Service", "NetworkPolicy", "ServiceMonitor"}),
+        (
+            "scheduler-observability",
+            ["kube-scheduler", "extender"],
+            {"Service", "NetworkPolicy", "ServiceMonitor"},
+        ),
+        ("tls-cert-manager", ["kube-scheduler", "extender"], {"Certificate"}),
+    ],
+)
+def test_each_mode_renders_its_containers_and_optional_objects(
+    chart: Chart, stem: str, containers: list[str], kinds: set[str]
+) -> None:
+    rendered = chart.render([_ci(stem)])
+    optional = {"Service", "NetworkPolicy", "ServiceMonitor", "Certificate"}
+
+    assert [c["name"] for c in rendered.pod_spec["containers"]] == containers
+    assert {o["kind"] for o in rendered.objects} & optional == kinds
+
+
+def test_a_fixed_cluster_ip_is_the_services_and_the_certificates(chart: Chart) -> None:
+    rendered = chart.render(
+        [_ci("extender")],
+        ["tls.enabled=true", "tls.certManager.enabled=true", "tls.certManager.issuerRef.name=ca"],
+    )
+    assert rendered.get("Service", FULLNAME)["spec"]["clusterIP"] == "10.96.200.10"
+    certificate = rendered.get("Certificate", FULLNAME)["spec"]
+    assert certificate["ipAddresses"] == ["127.0.0.1", "10.96.200.10"]
+    assert {"server auth", "client auth"} <= set(certificate["usages"])
+
+
+def test_the_dashboard_config_map_carries_the_dashboard_file(chart: Chart) -> None:
+    rendered = chart.render([_ci("observability")])
+    dashboard = rendered.get("ConfigMap", f"{FULLNAME}-dashboard")
+
+    assert dashboard["metadata"]["namespace"] == "monitoring"
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = (CHART / "dashboards" / "policyext.json").read_text()
+    assert dashboard["data"]["policyext.json"] == shipped.rstrip("\n")
+
+
+def test_the_ci_values_files_cover_every_mode_and_option() -> None:
+    combined = [yaml.safe_load(p.read_text()) or {} for p in CI_VALUES]
+    modes = {v.get("mode", "scheduler") for v in combined}
+    flags = set(
+        itertools.chain.from_iterable(
+            (f"{k}.{kk}" for kk, vv in v.items() if vv is True) if isinstance(v, dict) else ()
+            for values in combined
+            for k, v in values.items()
+        )
+    )
+    assert modes == {"scheduler", "extender"}
+    assert {
+        "networkPolicy.enabled",
+        "serviceMonitor.enabled",
+        "dashboard.enabled",
+        "tls.enabled",
+        "policies.watch",
+    } <= flags

@@ -1,0 +1,115 @@
+"""values.schema.json and the template checks refuse bad values with a clear message; the
+chart's README documents every value."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.chart.chart import CHART, Chart, HelmError
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["mode=daemon"], "at '/mode': value must be one of 'scheduler', 'extender'"),
+        (["replicaCount=0"], "at '/replicaCount': minimum: got 0, want 1"),
+        (["extender.weight=0"], "at '/extender/weight': minimum: got 0, want 1"),
+        (["extender.httpTimeout=5"], "at '/extender/httpTimeout': got number, want string"),
+        (["extender.httpTimeout=five"], "at '/extender/httpTimeout': 'five' does not match"),
+        (["extender.logLevel=loud"], "at '/extender/logLevel': value must be one of"),
+        (["extender.workers=0"], "at '/extender/workers': minimum: got 0, want 1"),
+        (["extender.port=70000"], "at '/extender/port': maximum: got 70,000, want 65,535"),
+        (["extender.wieght=2"], "at '/extender': additional properties 'wieght' not allowed"),
+        (["scheduler.name=Policy_Scheduler"], "at '/scheduler/name': 'Policy_Scheduler' does not"),
+        (["service.clusterIP=ten.0.0.1"], "at '/service/clusterIP': 'ten.0.0.1' does not match"),
+        (["policies.inline.policy\\.json=x"], "invalid propertyName 'policy.json'"),
+        (
+            ["containerSecurityContext.readOnlyRootFilesystem=false"],
+            "at '/containerSecurityContext/readOnlyRootFilesystem': value must be true",
+        ),
+        (
+            ["containerSecurityContext.allowPrivilegeEscalation=true"],
+            "at '/containerSecurityContext/allowPrivilegeEscalation': value must be false",
+        ),
+        (["podSecurityContext.runAsUser=0"], "at '/podSecurityContext/runAsUser': minimum"),
+        (["tls.certManager.issuerRef.kind=Vault"], "at '/tls/certManager/issuerRef/kind'"),
+        (
+            ["replicaCount=2"],
+            "replicaCount is 2 but scheduler.leaderElection.enabled is false",
+        ),
+        (
+            ["policies.mount=false"],
+            "policies.mount and policies.watch are both false",
+        ),
+        (
+            [
+                "policies.existingConfigMap=mine",
+                "policies.inline.a\\.yaml=x",
+                "policies.mount=true",
+            ],
+            "policies.inline and policies.existingConfigMap are both set",
+        ),
+        (
+            ["policies.watch=true"],
+            "policies.mount and policies.watch are both true",
+        ),
+        (["tls.enabled=true"], "tls.enabled needs a certificate"),
+        (
+            ["tls.enabled=true", "tls.existingSecret=s", "tls.certManager.enabled=true"],
+            "tls.existingSecret and tls.certManager.enabled are both set",
+        ),
+        (
+            ["tls.enabled=true", "tls.certManager.enabled=true"],
+            "tls.certManager.enabled needs tls.certManager.issuerRef.name",
+        ),
+        (
+            ["podDisruptionBudget.minAvailable=1"],
+            "podDisruptionBudget.minAvailable and podDisruptionBudget.maxUnavailable are both set",
+        ),
+        (["service.clusterIP=10.0.0.9"], "service.clusterIP is set in scheduler mode"),
+    ],
+)
+def test_bad_values_are_refused_with_a_message_that_names_them(
+    chart: Chart, sets: list[str], message: str
+) -> None:
+    with pytest.raises(HelmError) as refused:
+        chart.render([], sets)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["replicaCount=2", "scheduler.leaderElection.enabled=true"],
+        ["mode=extender", "replicaCount=3"],
+        ["policies.mount=false", "policies.watch=true"],
+        ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],
+        ["tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=false"],
+    ],
+)
+def test_good_combinations_render(chart: Chart, sets: list[str]) -> None:
+    assert chart.render([], sets).deployment
+
+
+def _leaves(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, f"{path}.")
+        else:
+            yield path
+
+
+def test_the_readme_documents_every_value() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    readme = (CHART / "README.md").read_text()
+    documented = set(re.findall(r"^\| `([^`]+)` \|", readme, re.M))
+
+    leaves = set(_leaves(values))
+    assert leaves - documented == set(), "values missing from the README"
+    assert documented - leaves == set(), "the README documents values that do not exist"

@@ -1,0 +1,250 @@
+"""Policies from files and a ConfigMap are one set, reloaded whole on every change; a
+rejected or missing ConfigMap keeps the last good set serving and says why."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.rules_configmap import (
+    EVENT_MESSAGE_LIMIT,
+    ConfigMapNameError,
+    ConfigMapRef,
+    ConfigMapState,
+    ConfigMapWatch,
+    _Handler,
+    event_body,
+    policy_texts,
+)
+from policyext.policy.compile import NOT_LOADED
+from policyext.store import PolicyStore
+from tests.cluster.policies import BROKEN, rejecting
+
+REF = ConfigMapRef("kube-system", "policies")
+A = rejecting("a", "spot")
+B = rejecting("b", "gpu")
+
+
+def configmap(
+    data: dict[str, str], version: str = "1", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": REF.name,
+            "namespace": REF.namespace,
+            "uid": "u-1",
+            "resourceVersion": version,
+            "labels": labels or {},
+        },
+        "data": data,
+    }
+
+
+def state(data: dict[str, str], version: str = "1") -> ConfigMapState:
+    return ConfigMapState(REF, True, policy_texts(REF, configmap(data)), "u-1", version)
+
+
+@dataclass
+class Recorded:
+    events: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def record(self, state: ConfigMapState, ok: bool, message: str) -> None:
+        self.events.append((state.resource_version, ok, message))
+
+
+def sources(paths: list[str] | None = None) -> tuple[PolicySources, PolicyStore, Recorded]:
+    store = PolicyStore()
+    recorded = Recorded()
+    return PolicySources(store, paths or [], REF, recorded), store, recorded  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("kube-system/policies", ConfigMapRef("kube-system", "policies")),
+        (" ns/name ", ConfigMapRef("ns", "name")),
+        ("name-only", None),
+        ("/name", None),
+        ("ns/", None),
+        ("a/b/c", None),
+    ],
+)
+def test_the_configmap_is_named_as_namespace_slash_name(
+    text: str, expected: ConfigMapRef | None
+) -> None:
+    if expected is None:
+        with pytest.raises(ConfigMapNameError, match="NAMESPACE/NAME"):
+            ConfigMapRef.parse(text)
+    else:
+        assert ConfigMapRef.parse(text) == expected
+
+
+def test_only_keys_that_name_policy_files_are_policies() -> None:
+    texts = policy_texts(
+        REF, configmap({"a.yaml": A, "b.yml": B, "c.json": "{}", "notes.txt": "x", ".x.yaml": A})
+    )
+    assert sorted(texts) == [
+        "configmap/kube-system/policies/a.yaml",
+        "configmap/kube-system/policies/b.yml",
+        "configmap/kube-system/policies/c.json",
+    ]
+
+
+def test_nothing_is_served_before_the_configmap_is_read() -> None:
+    src, store, _ = sources()
+    assert src.reload() is None
+    assert store.current is NOT_LOADED and not store.loaded
+
+
+def test_a_valid_configmap_is_served_and_announced() -> None:
+    src, store, recorded = sources()
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    assert store.loaded and [p.name for p in store.current.policies] == ["a"]
+    assert recorded.events == [("7", True, f"policy version {store.current.version} is now served")]
+    assert store.status is not None and "resourceVersion 7" in store.status.source
+
+
+def test_a_rejected_update_keeps_the_last_good_set_and_names_the_key_line_and_column() -> None:
+    src, store, recorded = sources()
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    good = store.current
+    src.configmap_changed(state({"a.yaml": A, "broken.yaml": BROKEN}, "8"))
+    assert store.current is good
+    assert store.status is not None and not store.status.ok
+    [issue] = store.status.issues
+    assert str(issue).startswith("configmap/kube-system/policies/broken.yaml:8:")
+    version, ok, message = recorded.events[-1]
+    assert (version, ok) == ("8", False)
+    assert message.startswith(f"policy update rejected, version {good.version} keeps serving: ")
+    assert "broken.yaml:8:" in message
+
+
+@pytest.mark.parametrize(
+    ("loaded_before", "deleted", "expected"),
+    [
+        (
+            True,
+            True,
+            "ConfigMap kube-system/policies was deleted; policy version {v} keeps serving",
+        ),
+        (False, False, "ConfigMap kube-system/policies does not exist; no policies are loaded"),
+    ],
+)
+def test_a_missing_configmap_is_reported_and_the_last_good_set_kept(
+    loaded_before: bool, deleted: bool, expected: str
+) -> None:
+    src, store, _ = sources()
+    if loaded_before:
+        src.configmap_changed(state({"a.yaml": A}))
+    before = store.current
+    src.configmap_changed(ConfigMapState(REF, False, {}, deleted=deleted))
+    assert store.current is before
+    assert store.status is not None and not store.status.ok
+    assert store.status.error == expected.format(v=before.version)
+
+
+def test_files_and_the_configmap_are_served_as_one_set(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text(B, encoding="utf-8")
+    src, store, _ = sources([str(tmp_path)])
+    src.configmap_changed(state({"a.yaml": A}))
+    assert [p.name for p in store.current.policies] == ["a", "b"]
+    (tmp_path / "b.yaml").write_text(rejecting("a", "gpu"), encoding="utf-8")
+    status = src.reload()
+    assert status is not None and not status.ok, "two policies named a across the sources"
+    assert [p.name for p in store.current.policies] == ["a", "b"]
+
+
+def test_the_event_message_lists_the_first_errors_and_how_many_more() -> None:
+    src, _store, recorded = sources()
+    src.configmap_changed(state({"a.yaml": A}))
+    broken = {
+        f"broken{i}.yaml": BROKEN.replace("name: broken", f"name: broken{i}") for i in range(7)
+    }
+    src.configmap_changed(state(broken, "9"))
+    message = recorded.events[-1][2]
+    assert message.count(".yaml:8:") == 5
+    assert message.endswith("(and 2 more)")
+
+
+class _Watch:
+    """ConfigMapWatch's update logic without a client."""
+
+    def __init__(self) -> None:
+        self.changes: list[ConfigMapState] = []
+        self.watch = ConfigMapWatch.__new__(ConfigMapWatch)
+        self.watch.ref = REF
+        self.watch.state = None
+        self.watch.on_change = self.changes.append
+        self.watch._lock = threading.Lock()
+        self.handler = _Handler(self.watch)
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([("list", configmap({"a.yaml": A}))], ["exists"]),
+        ([("list", None)], ["missing"]),
+        ([("list", None), ("list", None)], ["missing"]),
+        (
+            [("list", configmap({"a.yaml": A})), ("MODIFIED", configmap({"a.yaml": B}, "2"))],
+            ["exists", "exists"],
+        ),
+        (
+            [
+                ("list", configmap({"a.yaml": A})),
+                ("MODIFIED", configmap({"a.yaml": A}, "2", {"x": "y"})),
+            ],
+            ["exists"],
+        ),
+        ([("list", configmap({"a.yaml": A})), ("list", configmap({"a.yaml": A}, "3"))], ["exists"]),
+        (
+            [("list", configmap({"a.yaml": A})), ("DELETED", configmap({"a.yaml": A}, "2"))],
+            ["exists", "deleted"],
+        ),
+        (
+            [
+                ("list", None),
+                ("ADDED", configmap({"a.yaml": A}, "2")),
+                ("DELETED", configmap({}, "3")),
+                ("ADDED", configmap({"a.yaml": B}, "4")),
+            ],
+            ["missing", "exists", "deleted", "exists"],
+        ),
+    ],
+    ids=[
+        "the first list reports the ConfigMap",
+        "the first list reports it missing",
+        "missing twice is reported once",
+        "a change of content is reported",
+        "a change of labels only is not",
+        "a relist with the same content is not",
+        "a deletion is reported",
+        "created, deleted and recreated",
+    ],
+)
+def test_the_watch_reports_changes_of_policy_content_only(
+    steps: list[tuple[str, Any]], expected: list[str]
+) -> None:
+    w = _Watch()
+    for kind, obj in steps:
+        if kind == "list":
+            w.handler.replace([] if obj is None else [obj], 0.0)
+        else:
+            w.handler.apply(kind, obj)
+    assert [
+        "deleted" if s.deleted else "exists" if s.exists else "missing" for s in w.changes
+    ] == expected
+
+
+def test_the_event_is_named_by_the_configmap_version_so_workers_record_it_once() -> None:
+    body = event_body(state({"a.yaml": A}, "42"), "PolicyRejected", "x" * 5000, "pod-1")
+    assert body["metadata"] == {"name": "policies.42.policyrejected", "namespace": "kube-system"}
+    assert body["type"] == "Warning"
+    assert body["involvedObject"]["kind"] == "ConfigMap" and body["involvedObject"]["uid"] == "u-1"
+    assert len(body["message"]) == EVENT_MESSAGE_LIMIT and body["message"].endswith("...")
+    assert event_body(state({}, "43"), "PolicyApplied", "ok", "pod-1")["type"] == "Normal"

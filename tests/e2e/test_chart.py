@@ -1,0 +1,411 @@
+"""The Helm chart against the real API server and kube-scheduler.
+
+`helm install` puts the chart into the test API server (which must accept every object);
+then kube-scheduler and `policyext serve` run here, on loopback, with what the chart
+installed: its scheduler configuration, its policies and its ServiceAccount's identity
+(a token from the TokenRequest API), so that RBAC is exactly what the chart grants. Only
+what cannot be the same outside a pod is adapted: the extender's localhost port, the
+policy directory the kubelet would mount, and the API server's address.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.chart.chart import CHART
+from tests.chart.helmbin import HelmUnavailable, ensure_helm
+from tests.e2e.controlplane import (
+    ApiError,
+    Component,
+    ControlPlane,
+    KubeClient,
+    fake_node,
+    free_port,
+    pod,
+)
+
+pytestmark = pytest.mark.e2e
+
+RELEASE = "pe2e"
+FULLNAME = f"{RELEASE}-policyext"
+SCHEDULER_NAME = "chart-scheduler"
+CRITICAL_OFF_SPOT = """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: critical-off-spot
+spec:
+  match:
+    podSelector:
+      matchLabels:
+        critical: "true"
+  filters:
+    - name: no-spot-nodes
+      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
+      message: "critical pods do not run on spot nodes"
+      unresolvable: true
+"""
+
+
+def _helm() -> Path:
+    try:
+        return ensure_helm()
+    except HelmUnavailable as reason:
+        if os.environ.get("POLICYEXT_REQUIRE_ALL") == "1":
+            pytest.fail(f"{reason} (POLICYEXT_REQUIRE_ALL=1 forbids skipping)")
+        pytest.skip(str(reason))
+
+
+def _serve_flags() -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "policyext.cli", "serve", "--help"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+@dataclass(frozen=True)
+class Installed:
+    namespace: str
+    helm: Path
+    kubeconfig: Path
+    watched: bool
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            [
+                str(self.helm),
+                *args,
+                "--namespace",
+                self.namespace,
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+
+def _values(watched: bool, policies: dict[str, str]) -> dict[str, Any]:
+    return {
+        "scheduler": {"name": SCHEDULER_NAME, "leaderElection": {"enabled": True}},
+        "policies": {"inline": policies, "mount": not watched, "watch": watched},
+        "networkPolicy": {"enabled": True},
+        "dashboard": {"enabled": True},
+    }
+
+
+@pytest.fixture(scope="module", params=["watched", "mounted"])
+def installed(
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Installed]:
+    """The chart installed with its policies watched through the API (`policies.watch`) or
+    mounted as files (`policies.mount`, the kubelet's part played by the test)."""
+    helm = _helm()
+    admin = control_plane.client()
+    namespace = f"chart-{uuid.uuid4().hex[:6]}"
+    admin.create_namespace(namespace)
+    folder = tmp_path_factory.mktemp("chart")
+    watched = request.param == "watched"
+    assert "--rules-configmap" in _serve_flags(), "policyext serve has no --rules-configmap"
+    values = folder / "values.yaml"
+    values.write_text(
+        yaml.safe_dump(_values(watched, {"critical-off-spot.yaml": CRITICAL_OFF_SPOT}))
+    )
+    release = Installed(namespace, helm, control_plane.admin_kubeconfig, watched)
+    release.run("install", RELEASE, str(CHART), "--values", str(values))
+    yield release
+    release.run("uninstall", RELEASE)
+
+
+def test_the_api_server_accepts_every_object_the_chart_installs(
+    installed: Installed, admin: KubeClient
+) -> None:
+    manifest = [o for o in yaml.safe_load_all(installed.run("get", "manifest", RELEASE)) if o]
+    kinds = {o["kind"] for o in manifest}
+
+    assert {"Deployment", "ConfigMap", "ClusterRole", "Role", "NetworkPolicy"} <= kinds
+    for obj in manifest:
+        stored = admin.get(_path(obj, installed.namespace))
+        assert stored["metadata"]["name"] == obj["metadata"]["name"]
+
+
+_PLURALS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+}
+
+
+def _path(obj: dict[str, Any], namespace: str) -> str:
+    base = _PLURALS[obj["kind"]].format(ns=obj["metadata"].get("namespace", namespace))
+    return f"{base}/{obj['metadata']['name']}"
+
+
+# --------------------------------------------------------------------------- running it
+
+
+@dataclass(frozen=True)
+class Running:
+    url: str
+    rules: Path
+
+
+def _service_account_kubeconfig(
+    control_plane: ControlPlane, admin: KubeClient, namespace: str, path: Path
+) -> Path:
+    """A kubeconfig with a token of the chart's ServiceAccount (TokenRequest API): what the
+    pod's projected token would be."""
+    token = admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{FULLNAME}/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        },
+    )["status"]["token"]
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "e2e",
+                "cluster": {
+                    "server": control_plane.server,
+                    "certificate-authority": str(control_plane.ca_file),
+                },
+            }
+        ],
+        "users": [{"name": "chart", "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "chart"}}],
+        "current-context": "e2e",
+    }
+    path.write_text(yaml.safe_dump(document))
+    path.chmod(0o600)
+    return path
+
+
+def _replace(args: list[str], flag: str, value: str | None) -> list[str]:
+    """`args` with `--flag=...` replaced by `--flag=value` (or dropped for None)."""
+    assert any(a.startswith(f"{flag}=") or a == flag for a in args), f"{flag} not in {args}"
+    out = []
+    for arg in args:
+        if arg == flag or arg.startswith(f"{flag}="):
+            if value is not None:
+                out.append(f"{flag}={value}" if "=" in arg else value)
+        else:
+            out.append(arg)
+    return out
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except OSError:
+        return 0, ""
+
+
+@pytest.fixture(scope="module")
+def running(
+    control_plane: ControlPlane,
+    installed: Installed,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Running]:
+    admin = control_plane.client()
+    ns = installed.namespace
+    folder = tmp_path_factory.mktemp("chart-run")
+    kubeconfig = _service_account_kubeconfig(control_plane, admin, ns, folder / "kubeconfig")
+    deployment = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}")
+    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+
+    # the policy directory the kubelet would mount from the chart's ConfigMap
+    rules = folder / "rules"
+    rules.mkdir()
+    policies = admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-policies")["data"]
+    for name, content in policies.items():
+        (rules / name).write_text(content)
+
+    port = free_port()
+    extender_args = containers["extender"]["args"]
+    extender_args = _replace(extender_args, "--in-cluster", f"--kubeconfig={kubeconfig}")
+    extender_args = _replace(extender_args, "--bind", f"127.0.0.1:{port}")
+    if not installed.watched:
+        extender_args = _replace(extender_args, "--rules", str(rules))
+    extender = Component(
+        "chart-extender",
+        [sys.executable, "-m", "policyext.cli", "serve", *extender_args],
+        control_plane.logdir / "chart-extender.log",
+    )
+
+    # the scheduler configuration as installed; only the extender's port is this machine's
+    config = yaml.safe_load(
+        admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-scheduler")["data"]["config.yaml"]
+    )
+    (entry,) = config["extenders"]
+    assert entry["urlPrefix"] == "http://127.0.0.1:8888"
+    entry["urlPrefix"] = f"http://127.0.0.1:{port}"
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}  # in a pod: in-cluster
+    config_path = folder / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    scheduler_port = free_port()
+    scheduler_args = _replace(containers["kube-scheduler"]["args"], "--config", str(config_path))
+    scheduler_args = _replace(scheduler_args, "--secure-port", str(scheduler_port))
+    assert control_plane.pki is not None
+    scheduler = Component(
+        "chart-kube-scheduler",
+        [
+            str(control_plane.binaries.kube_scheduler),
+            *scheduler_args,
+            # in a pod these come from the in-cluster config and self-signed certificates
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--tls-cert-file={control_plane.pki.serving_cert}",
+            f"--tls-private-key-file={control_plane.pki.serving_key}",
+        ],
+        control_plane.logdir / "chart-kube-scheduler.log",
+    )
+    control_plane.components[extender.name] = extender
+    control_plane.components[scheduler.name] = scheduler
+    try:
+        extender.start()
+        extender.wait_ready(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
+        scheduler.start()
+        # it leads once it holds the Lease, which only the chart's Role lets it write
+        _wait_for_leader(admin, ns, scheduler)
+        yield Running(f"http://127.0.0.1:{port}", rules)
+    finally:
+        scheduler.stop()
+        extender.stop()
+
+
+def _wait_for_leader(admin: KubeClient, namespace: str, scheduler: Component) -> None:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{FULLNAME}"
+
+    def leads() -> bool:
+        try:
+            return bool(admin.get(path)["spec"].get("holderIdentity"))
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+
+    scheduler.wait_ready(leads, timeout=60)
+
+
+def _bind_count(url: str) -> float:
+    _, metrics = _get(f"{url}/metrics")
+    found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.parametrize(
+    ("labels", "lands_on"),
+    [({"critical": "true"}, "on-demand"), ({}, "spot")],
+)
+def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
+    admin: KubeClient,
+    namespace: str,
+    running: Running,
+    labels: dict[str, str],
+    lands_on: str,
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    # the spot node is far emptier: without the policy, every pod would prefer it
+    admin.create_fake_node(
+        fake_node(f"spot-{suffix}", cpu="32", memory="64Gi", labels={"lifecycle": "spot"})
+    )
+    admin.create_fake_node(fake_node(f"on-demand-{suffix}", cpu="2", memory="4Gi"))
+    name = f"pod-{suffix}"
+    binds = _bind_count(running.url)
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/pods",
+        pod(name, scheduler_name=SCHEDULER_NAME, labels=labels),
+    )
+
+    seen = admin.wait_for(
+        f"/api/v1/namespaces/{namespace}/pods/{name}",
+        lambda p: bool(p["spec"].get("nodeName")),
+        timeout=60,
+    )
+
+    assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
+    # the extender bound it, as the chart's ServiceAccount (pods/binding)
+    assert _bind_count(running.url) == binds + 1
+
+
+MOST_FREE_CPU = """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: most-free-cpu
+spec:
+  scores:
+    - name: most-free-cpu
+      expression: "nodeInfo.free.cpu.asApproximateFloat()"
+      normalize: MinMax
+"""
+
+
+def _served_policies(url: str) -> list[str]:
+    status, body = _get(f"{url}/policies")
+    assert status == 200
+    return sorted(p["name"] for p in json.loads(body)["policies"])
+
+
+def test_helm_upgrade_with_changed_policies_reloads_them_without_a_restart(
+    installed: Installed, running: Running, admin: KubeClient, tmp_path: Path
+) -> None:
+    ns = installed.namespace
+    deployment = f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}"
+    generation = admin.get(deployment)["metadata"]["generation"]
+    assert _served_policies(running.url) == ["critical-off-spot"]
+    values = tmp_path / "values.yaml"
+    policies = {"critical-off-spot.yaml": CRITICAL_OFF_SPOT, "most-free-cpu.yaml": MOST_FREE_CPU}
+    values.write_text(yaml.safe_dump(_values(installed.watched, policies)))
+
+    installed.run("upgrade", RELEASE, str(CHART), "--values", str(values))
+
+    stored = admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-policies")["data"]
+    assert sorted(stored) == sorted(policies)
+    # the pod template is unchanged: a Deployment controller would restart nothing
+    assert admin.get(deployment)["metadata"]["generation"] == generation
+    if not installed.watched:  # the kubelet's part: the mounted files follow the ConfigMap
+        for name, content in stored.items():
+            (running.rules / name).write_text(content)
+    deadline = time.monotonic() + 15
+    while _served_policies(running.url) != ["critical-off-spot", "most-free-cpu"]:
+        assert time.monotonic() < deadline, "the extender did not reload the upgraded policies"
+        time.sleep(0.2)

@@ -1,0 +1,105 @@
+"""Policies built to be slow: what cannot be written is refused by `policyext validate`
+with file:line:col, and what can is stopped by the cost budget of each evaluation, with
+the budget's error in /explain, while the other policies go on deciding as before.
+
+The table is bench/hostile_policies.py's, whose command measures the same rules on 500
+nodes (docs/reliability.md has the figures)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.hostile_policies import (
+    EVALUATION_TIME,
+    LOAD_TIME,
+    HostileRule,
+    policy_document,
+    policy_name,
+)
+from policyext.cli import main as policyext
+from tests.server.conftest import ServerFactory
+from tests.server.harness import RULES, ExtenderServer
+from tests.server.kube import fixture
+
+# two nodes: a rule that spends its whole budget on each node costs about a budget's
+# worth of CPU time per node (see docs/reliability.md), which the test keeps small
+REQUEST = {**fixture("filter-names.request.json"), "NodeNames": ["general-a", "spot-c"]}
+SCHEDULER_TIMEOUT = 5.0
+
+
+@pytest.mark.parametrize("rule", LOAD_TIME, ids=[r.name for r in LOAD_TIME])
+def test_an_expression_past_the_limits_is_refused_by_validate_with_file_line_and_column(
+    rule: HostileRule, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "hostile.yaml"
+    path.write_text(policy_document(rule))
+    assert policyext(["validate", str(path)]) == 1
+    output = capsys.readouterr()
+    text = output.out + output.err
+    assert re.search(rf"{re.escape(str(path))}:\d+:\d+: ", text), text
+    assert rule.says in text
+
+
+@pytest.fixture(scope="module")
+def hostile_server(
+    serve: ServerFactory, tmp_path_factory: pytest.TempPathFactory
+) -> ExtenderServer:
+    folder = tmp_path_factory.mktemp("hostile-policies")
+    for i, rule in enumerate(EVALUATION_TIME):
+        (folder / f"hostile-{i}.yaml").write_text(policy_document(rule, "Ignore"))
+    return serve(rules=(RULES, folder))
+
+
+@pytest.fixture(scope="module")
+def timed_filter(hostile_server: ExtenderServer) -> tuple[Any, float]:
+    started = time.perf_counter()
+    reply = hostile_server.post_json("/filter", REQUEST)
+    seconds = time.perf_counter() - started
+    assert reply.status == 200, reply.body
+    return reply.json(), seconds
+
+
+def test_the_other_policies_decide_as_they_do_without_the_hostile_ones(
+    timed_filter: tuple[Any, float], demo_server: ExtenderServer
+) -> None:
+    without = demo_server.post_json("/filter", REQUEST).json()
+    assert timed_filter[0] == without
+    assert without["FailedAndUnresolvableNodes"]  # the example policies do reject a node
+
+
+def test_the_filter_call_answers_well_within_the_schedulers_timeout(
+    timed_filter: tuple[Any, float],
+) -> None:
+    assert timed_filter[1] < SCHEDULER_TIMEOUT, f"{timed_filter[1]:.2f} s"
+
+
+@pytest.fixture(scope="module")
+def explained(hostile_server: ExtenderServer) -> dict[str, Any]:
+    reply = hostile_server.post_json("/explain", REQUEST)
+    assert reply.status == 200, reply.body
+    document: dict[str, Any] = reply.json()
+    return document
+
+
+@pytest.mark.parametrize("rule", EVALUATION_TIME, ids=[r.name for r in EVALUATION_TIME])
+def test_explain_shows_each_hostile_rule_stopped_by_the_budget_on_every_node(
+    explained: dict[str, Any], rule: HostileRule
+) -> None:
+    policy = policy_name(rule)
+    assert any(p["name"] == policy and p["applies"] for p in explained["policies"])
+    errors = [
+        e["error"]
+        for node in explained["nodes"]
+        for e in node["ignoredErrors"]
+        if e["policy"] == policy
+    ]
+    if rule.says:
+        assert len(errors) == len(REQUEST["NodeNames"])
+        assert all(rule.says in e for e in errors), errors
+    else:
+        assert errors == []
