@@ -19,7 +19,6 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
 from gunicorn.util import write_nonblock
-from gunicorn.workers.gthread import ThreadWorker
 from prometheus_client import multiprocess
 
 from policyext.cluster.binder import ClusterBinder
@@ -33,6 +32,7 @@ from policyext.policy.resources import NodeSource
 from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
+from policyext.server.worker import LingeringThreadWorker
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
@@ -150,8 +150,9 @@ _REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
 )
 
 
-class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
-    """gunicorn's gthread worker, whose refusals of malformed HTTP (a request line or
+class JsonErrorWorker(LingeringThreadWorker):
+    """gunicorn's gthread worker (with server/worker.py's shortcut between the calls of a
+    kept-alive connection), whose refusals of malformed HTTP (a request line or
     headers over the limits, a bad header) are JSON errors like the application's, not
     gunicorn's HTML page."""
 
@@ -185,7 +186,7 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": JsonErrorWorker,
+            "worker_class": JsonErrorWorker,  # gthread: see server/worker.py
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,

@@ -101,6 +101,9 @@ class ClusterSource:
         self._per_node: dict[str, _NodePods] = {}
         self._assumed: dict[str, float] = {}  # uid -> when
         self._generations = itertools.count(1)
+        # the last change to any node or its information; advanced after the change is
+        # in place, so a reader that saw a generation sees at least that state
+        self.generation = 0
         self._heard = {"nodes": -math.inf, "pods": -math.inf}
         nodes = _Handler(self._replace_nodes, self._apply_node, lambda: self._touch("nodes"))
         pods = _Handler(self._replace_pods, self._apply_pod, lambda: self._touch("pods"))
@@ -285,6 +288,7 @@ class ClusterSource:
             self._publish(name, None)  # its pods are still counted until they go
         else:
             del self._entries[name]
+            self.generation = next(self._generations)
 
     def _replace_pods(self, items: list[Json], started: float) -> None:
         with self._lock:
@@ -366,19 +370,22 @@ class ClusterSource:
             node = entry.node if entry is not None else None
             if node is None and name not in self._per_node:
                 self._entries.pop(name, None)  # neither a node nor pods any more
+                self.generation = next(self._generations)
             else:
                 self._publish(name, node)
 
     def _publish(self, name: str, node: Json | None) -> None:
         totals = self._per_node.get(name) or _NodePods()
+        generation = next(self._generations)
         info = build_node_info(
             node_allocatable(node) if node is not None else {},
             totals.requested,
             list(totals.pods.values()),
-            next(self._generations),
+            generation,
         )
         key = node_key(node) if node is not None else None
         self._entries[name] = NodeEntry(node, key, info)
+        self.generation = generation
 
 
 @dataclass(frozen=True, slots=True)

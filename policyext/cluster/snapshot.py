@@ -101,6 +101,11 @@ class SnapshotSource:
     def static_node_info(self) -> bool:
         return True
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever a node or its information does: never, for a file."""
+        return 0
+
     def ready(self) -> bool:
         return True
 

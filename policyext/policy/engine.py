@@ -33,7 +33,7 @@ from policyext.policy.frames import (
     node_name,
 )
 from policyext.policy.match import PolicyMatch, policy_applies
-from policyext.policy.plan import Plan, Results
+from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
 from policyext.policy.verdicts import Evaluation, NodeVerdict, Rejection, RuleScore
 
@@ -44,11 +44,100 @@ __all__ = [
     "Evaluation",
     "NodeVerdict",
     "PolicyMatch",
+    "Prepared",
     "Rejection",
     "RuleScore",
     "evaluate",
     "final_score",
+    "prepare",
 ]
+
+
+class Prepared:
+    """The pod-side half of an evaluation: which policies apply to the pod, and (computed on
+    demand, once) the values the rules read of the pod. `signature` sums them up."""
+
+    __slots__ = ("applied", "matches", "policy_set", "request")
+
+    def __init__(
+        self,
+        policy_set: PolicySet,
+        pod: Json,
+        source: NodeSource | None,
+        now: Timestamp,
+        budget: int | None,
+    ) -> None:
+        counters = Counters(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
+        matches: list[PolicyMatch] = []
+        applied: list[CompiledPolicy] = []
+        for policy in policy_set.policies:
+            match = policy_applies(policy, pod, now)
+            matches.append(match)
+            if match.error is not None:
+                counters.errors += 1
+            if match.applies:
+                applied.append(policy)
+        self.policy_set = policy_set
+        self.matches = matches
+        self.applied = applied
+        self.request = Request(applied, pod, now, source, counters)
+
+    @property
+    def counters(self) -> Counters:
+        return self.request.counters
+
+    def signature(self, filters: bool, scores: bool) -> Hashable | None:
+        """Everything of the pod (and of the time) that the rules' results can depend on,
+        when each rule's per-node results are a function of these values and of the node's
+        version alone (see plan.py); None otherwise (a rule reads the node and the pod
+        together, a variable, or writes a message per node). Two pods with equal signatures
+        get the same answer for the same nodes in the same versions."""
+        request = self.request
+        values: list[object] = [tuple(self.matches)]
+        for policy in self.applied:
+            exprs: list[CompiledExpression] = []
+            if filters:
+                for rule in policy.filters:
+                    if rule.message is not None:
+                        return None
+                    exprs.append(rule.compiled)
+            if scores:
+                exprs.extend(rule.compiled for rule in policy.scores)
+            for expr in exprs:
+                if expr.pod_only:
+                    value = request.pod_value(policy.name, expr)
+                    if isinstance(value, Failure):  # an error: it need not be hashable
+                        values.append((Failure, value.error.message))
+                    else:
+                        values.append((type(value), value))
+                    continue
+                plan = expr.plan
+                if plan is None or not plan.cacheable:
+                    return None
+                params = request.plan_params(policy.name, plan)
+                if not isinstance(params, tuple):  # UNUSABLE: evaluated node by node
+                    return None
+                values.append(typed(params))
+        key = tuple(values)
+        try:
+            hash(key)
+        except TypeError:  # a value is a list or a map
+            return None
+        return key
+
+
+def prepare(
+    policy_set: PolicySet,
+    pod: Json,
+    source: NodeSource | None = None,
+    now: Timestamp | None = None,
+    budget: int | None = None,
+) -> Prepared:
+    """The pod-side half of `evaluate`, to inspect (`Prepared.signature`) before deciding
+    whether to evaluate at all; pass it to `evaluate` to reuse it."""
+    return Prepared(
+        policy_set, pod, source, now if now is not None else Timestamp(time.time_ns()), budget
+    )
 
 
 def evaluate(
@@ -64,26 +153,19 @@ def evaluate(
     cache_nodes: bool = False,
     detail: bool = True,
     names: Sequence[str] | None = None,
+    prepared: Prepared | None = None,
 ) -> Evaluation:
     """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
 
     `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
     content) and rule results may be cached per node version. Without `detail` the result
     carries final scores but not each rule's (what the prioritize verb needs). `names`: the
-    nodes' names when the caller knows them already."""
-    if now is None:
-        now = Timestamp(time.time_ns())
-    counters = Counters(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
-    matches: list[PolicyMatch] = []
-    applied: list[CompiledPolicy] = []
-    for policy in policy_set.policies:
-        match = policy_applies(policy, pod, now)
-        matches.append(match)
-        if match.error is not None:
-            counters.errors += 1
-        if match.applies:
-            applied.append(policy)
-    request = Request(applied, pod, now, source, counters)
+    nodes' names when the caller knows them already. `prepared`: `prepare`'s result for
+    the same policy set, pod, source and time."""
+    if prepared is None:
+        prepared = prepare(policy_set, pod, source, now, budget)
+    matches, applied, request = prepared.matches, prepared.applied, prepared.request
+    counters = request.counters
     run = _Run(request, nodes, cache_nodes and source is not None)
     node_names = list(names) if names is not None else [node_name(n) for n in nodes]
     ev = Evaluation(policy_set.version, matches, node_names)

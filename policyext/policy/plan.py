@@ -51,21 +51,28 @@ class Results:
             self.not_true[key] = value
 
 
+def typed(values: tuple[object, ...]) -> tuple[tuple[type, object], ...]:
+    """Part values as a cache key: with their types, since 1, 1.0 and true are equal (and
+    hash alike) in Python but not in CEL."""
+    return tuple((type(v), v) for v in values)
+
+
 @dataclass
 class ResultCache:
     """Per-node results of a residual, by the values of the pod-side parts."""
 
-    by_params: dict[tuple[Hashable, ...], Results] = field(default_factory=dict)
+    by_params: dict[tuple[tuple[type, object], ...], Results] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def results(self, params: tuple[Hashable, ...]) -> Results:
         """The results for these part values (TypeError when one is a list or a map)."""
-        table = self.by_params.get(params)
+        key = typed(params)
+        table = self.by_params.get(key)
         if table is None:
             with self.lock:
                 if len(self.by_params) >= MAX_PARAMETER_SETS:
                     self.by_params.pop(next(iter(self.by_params)))
-                table = self.by_params[params] = Results()
+                table = self.by_params[key] = Results()
         return table
 
 

@@ -185,7 +185,10 @@ def pod_summary(pod: Mapping[str, Any]) -> dict[str, object]:
 
 class NodeSource(Protocol):
     """Where the engine learns about nodes beyond the request: a snapshot file or the live
-    cluster's caches. `has_pods` says whether `requested`/`free`/`pods` can be known."""
+    cluster's caches. `has_pods` says whether `requested`/`free`/`pods` can be known.
+
+    A source may also have an integer `generation` that changes whenever any node or any
+    node's information changes: replies can then be reused while it stays the same."""
 
     @property
     def has_pods(self) -> bool: ...

@@ -7,7 +7,6 @@ shape, 413 over the size limit, 415 for a non-JSON body, and JSON error bodies t
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -19,16 +18,14 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import NodeSource
 from policyext.server import verbs, wire
-from policyext.server.fastwire import decode_fast
+from policyext.server.hotpath import HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
-decision_log = logging.getLogger("policyext.decisions")
 log = logging.getLogger("policyext.server")
 
 
@@ -67,6 +64,7 @@ def create_app(
     app = Flask("policyext")
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
+    hot = HotVerbs(store, source, metrics, clock, options.max_body, prefix)
 
     def raw_body() -> bytes:
         """The body, at most `max_body` bytes: Werkzeug checks Content-Length, but a chunked
@@ -92,32 +90,20 @@ def create_app(
     def timed(verb: str, run: Callable[[], verbs.VerbResult]) -> Response:
         started = time.perf_counter()
         result = run()
-        seconds = time.perf_counter() - started
-        metrics.observe(verb, result.evaluation, result.nodes, seconds)
-        if verb in ("filter", "prioritize"):
-            _log_decision(verb, store, result, seconds)
+        metrics.observe(verb, result.evaluation, result.nodes, time.perf_counter() - started)
         return Response(result.body, status=200, mimetype="application/json")
 
     def now() -> Timestamp:
         return Timestamp(clock())
 
-    def extender_args(policies: PolicySet) -> wire.ExtenderArgs:
-        data = raw_body()
-        fast = decode_fast(data, policies.node_fields)
-        return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
-
-    # each request takes the current policy set once: it sees exactly one version
+    # what HotVerbs.wsgi leaves to Flask: other content types, chunked bodies, bad input
     @app.post(f"{prefix}/filter")
     def filter_view() -> Response:
-        policies = store.current
-        args = extender_args(policies)
-        return timed("filter", lambda: verbs.run_filter(policies, source, args, now()))
+        return Response(hot.answer("filter", raw_body()), mimetype="application/json")
 
     @app.post(f"{prefix}/prioritize")
     def prioritize_view() -> Response:
-        policies = store.current
-        args = extender_args(policies)
-        return timed("prioritize", lambda: verbs.run_prioritize(policies, source, args, now()))
+        return Response(hot.answer("prioritize", raw_body()), mimetype="application/json")
 
     @app.post(f"{prefix}/preempt")
     def preempt_view() -> Response:
@@ -197,9 +183,10 @@ def create_app(
     @app.after_request
     def count(response: Response) -> Response:
         if response.status_code != 400:
-            metrics.requests.labels(_verb(), str(response.status_code)).inc()
+            metrics.count(_verb(), str(response.status_code))
         return response
 
+    app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     return app
 
 
@@ -215,37 +202,6 @@ def _verb() -> str:
     if isinstance(request.routing_exception, MethodNotAllowed):  # a known path, wrong method
         return request.path.rstrip("/").rsplit("/", 1)[-1] or "root"
     return "unknown"
-
-
-def _log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, seconds: float) -> None:
-    if not decision_log.isEnabledFor(logging.INFO):
-        return
-    ev = result.evaluation
-    record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
-    record["policyVersion"] = ev.version if ev is not None else store.current.version
-    record["pod"] = result.pod
-    if ev is not None:
-        tally = ev.tally()
-        record["feasible"] = len(ev.names) - tally.infeasible
-        record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
-        record["errors"] = ev.errors
-    if result.error:
-        record["error"] = result.error
-    decision_log.info(orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode())
-    if decision_log.isEnabledFor(logging.DEBUG) and ev is not None:
-        for v in ev.nodes:
-            decision_log.debug(
-                json.dumps(
-                    {
-                        "verb": verb,
-                        "pod": result.pod,
-                        "node": v.name,
-                        "feasible": v.feasible,
-                        "score": v.score,
-                        "rejectedBy": [r.rule_id for r in v.rejections],
-                    }
-                )
-            )
 
 
 def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dict[str, Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -186,11 +186,25 @@ class Metrics:
         )
         self._version = ""
         self._caches: CacheCollector | None = None
+        # labelled series by their labels: prometheus_client takes a lock and checks the
+        # labels on every labels() call, and the same few series are counted on every request
+        self._series: dict[tuple[object, ...], Any] = {}
 
     def watch_caches(self, source: WatchedSource) -> None:
         """Report a live node source's caches at every scrape."""
         self._caches = CacheCollector(source)
         self.registry.register(self._caches)
+
+    def _child(self, family: Any, *labels: str) -> Any:
+        key = (id(family), *labels)
+        child = self._series.get(key)
+        if child is None:
+            child = self._series[key] = family.labels(*labels)
+        return child
+
+    def count(self, verb: str, code: str) -> None:
+        """One answered request."""
+        self._child(self.requests, verb, code).inc()
 
     def set_policy(self, version: str, rules: int) -> None:
         if version != self._version:
@@ -208,8 +222,8 @@ class Metrics:
     def observe(self, verb: str, ev: Evaluation | None, nodes: int, seconds: float) -> None:
         """Latency and size of every verb; rule outcomes only for the scheduling decisions
         (filter and prioritize), not for /explain or preemption what-ifs."""
-        self.latency.labels(verb).observe(seconds)
-        self.nodes.labels(verb).observe(nodes)
+        self._child(self.latency, verb).observe(seconds)
+        self._child(self.nodes, verb).observe(nodes)
         if ev is None or verb not in ("filter", "prioritize"):
             return
         self.evaluations.inc(ev.evaluations)
@@ -217,12 +231,13 @@ class Metrics:
             self.errors.inc(ev.errors)
         # counted per rule by the evaluation: a label lookup per node would cost more
         tally = ev.tally()
+        child = self._child
         for (policy, rule), n in tally.rejections.items():
-            self.rejections.labels(policy, rule).inc(n)
+            child(self.rejections, policy, rule).inc(n)
         for (policy, rule), n in tally.audits.items():
-            self.audit_rejections.labels(policy, rule).inc(n)
+            child(self.audit_rejections, policy, rule).inc(n)
         for (policy, rule), n in tally.errors.items():
-            self.rule_errors.labels(policy, rule).inc(n)
+            child(self.rule_errors, policy, rule).inc(n)
 
     def render(self) -> tuple[bytes, str]:
         if self.multiprocess:

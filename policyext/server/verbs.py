@@ -7,12 +7,12 @@ with the Evaluation it came from (for metrics and the decision log).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
-from policyext.policy.engine import Evaluation, evaluate
+from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
 from policyext.policy.resources import (
     NodeInfo,
     NodeSource,
@@ -21,6 +21,7 @@ from policyext.policy.resources import (
     without_pods,
 )
 from policyext.server import wire
+from policyext.server.memo import ReplyMemo, memo_key
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
 NO_SOURCE = (
@@ -41,6 +42,17 @@ class VerbResult:
     nodes: int
     error: str = ""
     pod: str = ""  # namespace/name, for the decision log
+
+    def again(self, pod: str, prepared: Prepared) -> VerbResult:
+        """This reply, for another pod with the same signature: the evaluation as it would
+        have been counted (the pod-side evaluations only: the node results were cached)."""
+        ev = self.evaluation
+        if ev is not None:
+            ev = replace(ev, evaluations=prepared.counters.evaluations)
+        return VerbResult(self.body, ev, self.nodes, self.error, pod)
+
+
+Memo = ReplyMemo[VerbResult]
 
 
 def pod_id(pod: Mapping[str, Any]) -> str:
@@ -86,7 +98,11 @@ def source_problem(
 
 
 def run_filter(
-    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+    policies: PolicySet,
+    source: NodeSource | None,
+    args: wire.ExtenderArgs,
+    now: Timestamp,
+    memo: Memo | None = None,
 ) -> VerbResult:
     names_mode = args.nodes is None
     problem = source_problem(args, source, policies)
@@ -95,9 +111,24 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
+    prepared = prepare(policies, args.pod, source, now)
+    key = None
+    if memo is not None and args.node_names is not None:
+        key = memo_key("filter", prepared, source, args.node_names)
+        known = memo.get(policies, key) if key is not None else None
+        if known is not None:
+            return known.again(pod_id(args.pod), prepared)
     nodes, names, unknown = _resolve(args, source)
     ev = evaluate(
-        policies, args.pod, nodes, source, now, scores=False, cache_nodes=names_mode, names=names
+        policies,
+        args.pod,
+        nodes,
+        source,
+        now,
+        scores=False,
+        cache_nodes=names_mode,
+        names=names,
+        prepared=prepared,
     )
     failed: dict[str, str] = dict(unknown)
     unresolvable: dict[str, str] = {}
@@ -121,16 +152,30 @@ def run_filter(
         failed,
         unresolvable,
     )
-    return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+    if memo is not None and key is not None:
+        memo.put(policies, key, result)
+    return result
 
 
 def run_prioritize(
-    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+    policies: PolicySet,
+    source: NodeSource | None,
+    args: wire.ExtenderArgs,
+    now: Timestamp,
+    memo: Memo | None = None,
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
     if source_problem(args, source, policies):
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
+    prepared = prepare(policies, args.pod, source, now)
+    key = None
+    if memo is not None and args.node_names is not None:
+        key = memo_key("prioritize", prepared, source, args.node_names)
+        known = memo.get(policies, key) if key is not None else None
+        if known is not None:
+            return known.again(pod_id(args.pod), prepared)
     nodes, names, _unknown = _resolve(args, source)
     cache = args.nodes is None
     ev = evaluate(
@@ -143,10 +188,14 @@ def run_prioritize(
         cache_nodes=cache,
         detail=False,
         names=names,
+        prepared=prepared,
     )
     scores = ev.final_scores()
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
-    return VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+    if memo is not None and key is not None:
+        memo.put(policies, key, result)
+    return result
 
 
 def run_explain(

@@ -102,7 +102,7 @@ def parse_extender_args(body: Json) -> ExtenderArgs:
     if raw_names is not None:
         if not isinstance(raw_names, list):
             raise WireError("NodeNames: expected a list of strings")
-        if all(type(n) is str for n in raw_names):  # the common case, checked in one pass
+        if list(map(type, raw_names)).count(str) == len(raw_names):  # in C: the common case
             names = raw_names
         else:
             names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.compile import PolicySet
 from policyext.policy.engine import final_score
 from tests.policy.helpers import node, pod, policies, policy, run
 
@@ -345,3 +346,27 @@ def test_node_info_results_are_cached_per_node_information_generation() -> None:
     big_pod = cached_run(policy_set, pod(cpu="10"), source)
     assert len(small_pod.feasible()) == 3  # type: ignore[attr-defined]
     assert [v.name for v in big_pod.feasible()] == ["large"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "labels"),
+    [("1", "true", {"x": "y"}), ("0", "false", {})],
+    ids=["one and true", "zero and false"],
+)
+def test_pod_side_values_equal_in_python_but_not_in_cel_are_cached_apart(
+    one: str, other: str, labels: dict[str, str]
+) -> None:
+    text = filter_policy(
+        '{name: typed, expression: "node.metadata.labels.size() == ('
+        f"pod.metadata.labels.?kind.orValue('') == 'a' ? {one} : {other})\"}}"
+    )
+    the_node = node("n")
+    the_node["metadata"]["labels"] = labels  # type: ignore[index]
+
+    def feasible(policy_set: PolicySet, kind: str) -> list[str]:
+        result = cached_run(policy_set, pod(labels={"kind": kind}), snapshot_of([the_node]))
+        return [v.name for v in result.feasible()]  # type: ignore[attr-defined]
+
+    fresh = [feasible(policies(text), kind) for kind in ("a", "b")]  # a cache each
+    shared = policies(text)
+    assert [feasible(shared, kind) for kind in ("a", "b")] == fresh == [["n"], []]

@@ -1,0 +1,171 @@
+"""filter and prioritize: the calls kube-scheduler makes for every pod, answered in front
+of Flask.
+
+With NodeNames and a remembered reply, answering takes less time than Flask's request
+context, routing and response objects. `HotVerbs` answers both verbs (the Flask views call
+it too); `HotVerbs.wsgi` takes a plain request to one of them (POST, `Content-Type:
+application/json`, a Content-Length within the limit) straight to it, and gives everything
+else to Flask untouched, including any request whose body turns out to be malformed: the
+answers, their headers, the metrics and the decision log are the same either way.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from policyext.cel import Timestamp
+from policyext.policy.compile import PolicySet
+from policyext.policy.resources import NodeSource
+from policyext.server import verbs, wire
+from policyext.server.fastwire import decode_fast
+from policyext.server.metrics import Metrics
+from policyext.store import PolicyStore
+
+decision_log = logging.getLogger("policyext.decisions")
+log = logging.getLogger("policyext.server")
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+Runner = Callable[
+    [PolicySet, NodeSource | None, wire.ExtenderArgs, Timestamp, verbs.Memo | None],
+    verbs.VerbResult,
+]
+RUNNERS: Final[dict[str, Runner]] = {
+    "filter": verbs.run_filter,
+    "prioritize": verbs.run_prioritize,
+}
+INTERNAL_ERROR: Final = orjson.dumps(
+    {"error": "internal error (logged by the extender)", "status": 500}
+)
+
+
+def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
+    fast = decode_fast(data, policies.node_fields)
+    return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
+
+
+class HotVerbs:
+    """filter and prioritize over one store, node source, reply memo and metrics."""
+
+    def __init__(
+        self,
+        store: PolicyStore,
+        source: NodeSource | None,
+        metrics: Metrics,
+        clock: Callable[[], int],
+        max_body: int,
+        prefix: str,
+    ) -> None:
+        self.store = store
+        self.source = source
+        self.metrics = metrics
+        self.clock = clock
+        self.max_body = max_body
+        self.memo: verbs.Memo = verbs.Memo()
+        self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
+
+    def answer(self, verb: str, data: bytes) -> bytes:
+        """The reply body; WireError for a body that is not the protocol's."""
+        policies = self.store.current  # once: the request sees exactly one version
+        args = extender_args(policies, data)
+        started = time.perf_counter()
+        result = RUNNERS[verb](policies, self.source, args, Timestamp(self.clock()), self.memo)
+        seconds = time.perf_counter() - started
+        self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
+        log_decision(verb, self.store, result, seconds)
+        return result.body
+
+    def wsgi(self, flask_app: WSGIApplication) -> WSGIApplication:
+        """A WSGI application: the hot verbs here, everything else to `flask_app`."""
+
+        def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+            verb = self.paths.get(environ.get("PATH_INFO", ""))
+            if (
+                verb is None
+                or environ.get("REQUEST_METHOD") != "POST"
+                or environ.get("CONTENT_TYPE") != "application/json"
+            ):
+                return flask_app(environ, start_response)
+            length = environ.get("CONTENT_LENGTH", "")
+            if not length.isdigit() or int(length) > self.max_body:
+                return flask_app(environ, start_response)  # chunked, or 413
+            try:
+                data = environ["wsgi.input"].read(int(length)) if length != "0" else b""
+            except Exception as e:  # the connection broke: Flask meets the same error
+                environ["wsgi.input"] = _Failing(e)
+                return flask_app(environ, start_response)
+            try:
+                if len(data) != int(length):
+                    raise wire.WireError("short body")  # a disconnect: Flask says 400
+                body = self.answer(verb, data)
+            except wire.WireError:
+                # what is wrong, and how it is answered and counted, is Flask's to say
+                environ["wsgi.input"] = io.BytesIO(data)
+                return flask_app(environ, start_response)
+            except Exception:
+                log.exception("unexpected error answering %s %s", "POST", environ["PATH_INFO"])
+                self.metrics.count(verb, "500")
+                start_response("500 INTERNAL SERVER ERROR", _headers(INTERNAL_ERROR))
+                return [INTERNAL_ERROR]
+            self.metrics.count(verb, "200")
+            start_response("200 OK", _headers(body))
+            return [body]
+
+        return app
+
+
+class _Failing(io.RawIOBase):
+    """A request body whose reading fails as it did for the hot path."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, _buffer: Any) -> int:
+        raise self.error
+
+
+def _headers(body: bytes) -> list[tuple[str, str]]:
+    """What Flask's Response sends for a JSON body."""
+    return [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+
+
+def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, seconds: float) -> None:
+    if not decision_log.isEnabledFor(logging.INFO):
+        return
+    ev = result.evaluation
+    record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
+    record["policyVersion"] = ev.version if ev is not None else store.current.version
+    record["pod"] = result.pod
+    if ev is not None:
+        tally = ev.tally()
+        record["feasible"] = len(ev.names) - tally.infeasible
+        record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
+        record["errors"] = ev.errors
+    if result.error:
+        record["error"] = result.error
+    decision_log.info(orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode())
+    if decision_log.isEnabledFor(logging.DEBUG) and ev is not None:
+        for v in ev.nodes:
+            decision_log.debug(
+                json.dumps(
+                    {
+                        "verb": verb,
+                        "pod": result.pod,
+                        "node": v.name,
+                        "feasible": v.feasible,
+                        "score": v.score,
+                        "rejectedBy": [r.rule_id for r in v.rejections],
+                    }
+                )
+            )

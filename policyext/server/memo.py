@@ -1,0 +1,66 @@
+"""Replies to NodeNames filter and prioritize calls, kept for the next pod like the last.
+
+The replicas of a Deployment arrive one after another with the same labels, requests and
+annotations, and the scheduler asks about the same nodes each time. When nothing the
+policies read has changed, the answer is the same bytes: the engine's `signature` says
+what of the pod the rules read, the node source's `generation` says whether any node or
+its information changed, and the memo belongs to one policy set (a reload starts afresh).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Sequence
+from typing import Final, Generic, TypeVar
+
+from policyext.policy.compile import PolicySet
+from policyext.policy.engine import Prepared
+from policyext.policy.resources import NodeSource
+
+# replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
+MAX_REPLIES: Final = 32
+
+T = TypeVar("T")
+
+
+def memo_key(
+    verb: str, prepared: Prepared, source: NodeSource | None, names: Sequence[str]
+) -> Hashable | None:
+    """What a NodeNames reply depends on, or None when it cannot be reused (a source that
+    does not say when its nodes change, rules that read the pod and the node together)."""
+    generation = getattr(source, "generation", None)  # read first: see ReplyMemo
+    if type(generation) is not int:
+        return None
+    signature = prepared.signature(verb == "filter", verb == "prioritize")
+    if signature is None:
+        return None
+    return (verb, generation, signature, tuple(names))
+
+
+class ReplyMemo(Generic[T]):
+    """The last replies, by `memo_key`, for one policy set at a time.
+
+    The source's generation is read before anything else of the request: a reply computed
+    while a node changed is stored under the generation before the change, which no later
+    request asks for."""
+
+    def __init__(self, size: int = MAX_REPLIES) -> None:
+        self.size = size
+        self._policies: PolicySet | None = None
+        self._replies: dict[Hashable, tuple[PolicySet, T]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, policies: PolicySet, key: Hashable) -> T | None:
+        found = self._replies.get(key)
+        # the policy set is checked on the entry too: a reload may swap the table meanwhile
+        return found[1] if found is not None and found[0] is policies else None
+
+    def put(self, policies: PolicySet, key: Hashable, reply: T) -> None:
+        with self._lock:
+            if policies is not self._policies:
+                self._replies = {}  # another policy set is being served
+                self._policies = policies
+            replies = self._replies
+            while len(replies) >= self.size:
+                replies.pop(next(iter(replies)))
+            replies[key] = (policies, reply)

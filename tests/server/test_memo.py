@@ -1,0 +1,263 @@
+"""Remembered NodeNames replies: reused only for a pod the policies cannot tell from the
+last one, on nodes that have not changed, under the same policy set."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from policyext.cluster.cache import ClusterSource
+from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.compile import PolicySet
+from policyext.policy.engine import prepare
+from policyext.server import verbs, wire
+from tests.policy.helpers import NOW, node, pod, policies, policy
+
+SPOT_AND_CPU = policy(
+    "placement",
+    """
+    filters:
+      - name: no-spot-for-critical
+        expression: "pod.metadata.labels.?critical.orValue('') != 'true' ||
+          node.metadata.labels.?lifecycle.orValue('') != 'spot'"
+        message: critical pods stay off spot nodes
+      - name: cpu-fits
+        expression: "nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0"
+    scores:
+      - name: more-cpu
+        weight: 1
+        expression: "nodeInfo.allocatable.cpu.asApproximateFloat()"
+    """,
+)
+NODES = [
+    node("a", {"lifecycle": "spot"}, cpu="4"),
+    node("b", {"lifecycle": "on-demand"}, cpu="8"),
+    node("c", {"lifecycle": "on-demand"}, cpu="1"),
+]
+NAMES = ["a", "b", "c", "gone"]
+CRITICAL = pod("web-1", labels={"critical": "true"}, cpu="2")
+
+
+class MovingSource(SnapshotSource):
+    """A snapshot whose nodes can change, telling so through its generation."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        super().__init__([{**n, "kind": "Node"} for n in nodes])
+        self.moved = 0
+
+    @property
+    def generation(self) -> int:
+        return self.moved
+
+    def replace(self, new: dict[str, Any]) -> None:
+        name = new["metadata"]["name"]
+        self.nodes[name] = new
+        self._keys[id(new)] = f"{name}@{new['metadata']['resourceVersion']}"
+        self._info.pop(name, None)
+        self.moved += 1
+
+
+class UntoldSource(SnapshotSource):
+    """A source that does not say when its nodes change."""
+
+    generation = None  # type: ignore[assignment]
+
+
+def _filter(
+    policy_set: PolicySet,
+    source: SnapshotSource,
+    memo: verbs.Memo,
+    the_pod: dict[str, Any],
+    names: list[str] = NAMES,
+) -> verbs.VerbResult:
+    return verbs.run_filter(
+        policy_set, source, wire.ExtenderArgs(the_pod, None, list(names)), NOW, memo
+    )
+
+
+def _prioritize(
+    policy_set: PolicySet, source: SnapshotSource, memo: verbs.Memo, the_pod: dict[str, Any]
+) -> verbs.VerbResult:
+    return verbs.run_prioritize(
+        policy_set, source, wire.ExtenderArgs(the_pod, None, list(NAMES)), NOW, memo
+    )
+
+
+@pytest.mark.parametrize("run", [_filter, _prioritize], ids=["filter", "prioritize"])
+def test_a_replica_like_the_last_pod_gets_the_same_reply_without_evaluating_the_nodes(
+    run: Callable[..., verbs.VerbResult],
+) -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    first = run(policy_set, source, memo, CRITICAL)
+    replica = copy.deepcopy(CRITICAL)
+    replica["metadata"]["name"] = "web-2"
+    again = run(policy_set, source, memo, replica)
+    assert again.body is first.body  # remembered, not recomputed
+    assert (again.pod, first.pod) == ("shop/web-2", "shop/web-1")
+    assert again.evaluation is not None and first.evaluation is not None
+    assert again.evaluation.evaluations < first.evaluation.evaluations
+    assert again.evaluation.tally() == first.evaluation.tally()  # metrics and log as before
+
+
+def _relabel(p: dict[str, Any]) -> None:
+    p["metadata"]["labels"]["critical"] = "false"
+
+
+def _more_cpu(p: dict[str, Any]) -> None:
+    p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "9"
+
+
+@pytest.mark.parametrize(
+    "change", [_relabel, _more_cpu], ids=["a label a rule reads", "the requests"]
+)
+def test_a_pod_that_differs_in_what_the_policies_read_is_evaluated_afresh(
+    change: Callable[[dict[str, Any]], None],
+) -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    first = _filter(policy_set, source, memo, CRITICAL)
+    other = copy.deepcopy(CRITICAL)
+    change(other)
+    fresh = verbs.run_filter(
+        policy_set, source, wire.ExtenderArgs(other, None, list(NAMES)), NOW, None
+    )
+    assert _filter(policy_set, source, memo, other).body == fresh.body != first.body
+
+
+def test_a_changed_node_is_seen_at_once() -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    before = _filter(policy_set, source, memo, CRITICAL)
+    assert b'"a":"critical pods stay off spot nodes"' in before.body
+    on_demand = copy.deepcopy(NODES[0])
+    on_demand["metadata"]["labels"]["lifecycle"] = "on-demand"
+    on_demand["metadata"]["resourceVersion"] = "2"
+    source.replace(on_demand)
+    after = _filter(policy_set, source, memo, CRITICAL)
+    assert b'"a":' not in after.body.split(b'"FailedNodes"')[1]
+
+
+def test_a_new_policy_set_is_never_answered_from_the_old_ones_replies() -> None:
+    source, memo = MovingSource(NODES), verbs.Memo()
+    strict = policies(SPOT_AND_CPU)
+    _filter(strict, source, memo, CRITICAL)
+    lenient = policies(policy("placement", "filters: []"))
+    reply = wire.decode(_filter(lenient, source, memo, CRITICAL).body)
+    assert reply["NodeNames"] == ["a", "b", "c"]
+
+
+def test_other_node_names_are_another_question() -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    _filter(policy_set, source, memo, CRITICAL)
+    reply = wire.decode(_filter(policy_set, source, memo, CRITICAL, names=["b"]).body)
+    assert (reply["NodeNames"], reply["FailedNodes"]) == (["b"], {})
+
+
+PER_NODE_MESSAGE = policy(
+    "named",
+    """
+    filters:
+      - name: not-spot
+        expression: "node.metadata.labels.?lifecycle.orValue('') != 'spot'"
+        messageExpression: "'no spot for ' + pod.metadata.name"
+    """,
+)
+NODE_VARIABLE = policy(
+    "variable",
+    """
+    variables:
+      - name: lifecycle
+        expression: "node.metadata.labels.?lifecycle.orValue('')"
+    filters:
+      - name: not-spot
+        expression: "variables.lifecycle != 'spot'"
+    """,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "source_of"),
+    [
+        (PER_NODE_MESSAGE, MovingSource),
+        (NODE_VARIABLE, MovingSource),
+        (SPOT_AND_CPU, UntoldSource),
+    ],
+    ids=[
+        "a message written per pod and node",
+        "a variable that reads the node",
+        "a source without a generation",
+    ],
+)
+def test_replies_are_not_remembered_when_they_may_depend_on_more_than_the_signature(
+    text: str, source_of: Callable[[list[dict[str, Any]]], SnapshotSource]
+) -> None:
+    policy_set, source, memo = policies(text), source_of(NODES), verbs.Memo()
+    first = _filter(policy_set, source, memo, CRITICAL)
+    replica = copy.deepcopy(CRITICAL)
+    replica["metadata"]["name"] = "web-2"
+    again = _filter(policy_set, source, memo, replica)
+    assert again.body is not first.body
+    if text is PER_NODE_MESSAGE:
+        assert b"no spot for web-2" in again.body
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("1", "true"), ("1", "1.0"), ("'1'", "1")],
+    ids=["int and bool", "int and double", "string and int"],
+)
+def test_pod_side_values_equal_in_python_but_not_in_cel_have_different_signatures(
+    left: str, right: str
+) -> None:
+    text = policy(
+        "typed",
+        """
+        filters:
+          - name: typed
+            expression: "node.metadata.labels.size() ==
+              (pod.metadata.labels.?kind.orValue('') == 'a' ? LEFT : RIGHT)"
+        """.replace("LEFT", left).replace("RIGHT", right),
+    )
+    policy_set = policies(text)
+    signatures = [
+        prepare(policy_set, pod(labels={"kind": kind}), None, NOW).signature(True, False)
+        for kind in ("a", "b")
+    ]
+    assert None not in signatures
+    assert signatures[0] != signatures[1]
+
+
+def _cluster_node(version: str, lifecycle: str = "spot") -> dict[str, Any]:
+    n = node("a", {"lifecycle": lifecycle}, cpu="4")
+    n["metadata"]["resourceVersion"] = version
+    return n
+
+
+def _bound_pod() -> dict[str, Any]:
+    p = pod("db-0", cpu="1")
+    p["metadata"]["uid"] = "uid-db-0"
+    p["spec"]["nodeName"] = "a"
+    p["status"] = {"phase": "Running"}
+    return p
+
+
+CLUSTER_CHANGES: list[tuple[str, Callable[[Any], None]]] = [
+    ("a node is added", lambda s: s._apply_node("ADDED", _cluster_node("1"))),
+    ("a node changes", lambda s: s._apply_node("MODIFIED", _cluster_node("2", "on-demand"))),
+    ("a pod is bound to it", lambda s: s._apply_pod("ADDED", _bound_pod())),
+    ("the pod goes", lambda s: s._apply_pod("DELETED", _bound_pod())),
+    ("the node goes", lambda s: s._apply_node("DELETED", _cluster_node("2"))),
+]
+
+
+def test_the_cluster_source_generation_advances_with_every_change_a_reply_depends_on() -> None:
+    source = ClusterSource(k8s.ApiClient())
+    seen = [source.generation]
+    for _, change in CLUSTER_CHANGES:
+        change(source)
+        seen.append(source.generation)
+    assert seen == sorted(set(seen))  # each change a new, larger generation
+    source._apply_node("MODIFIED", _cluster_node("3"))  # a node it no longer has: re-added
+    assert source.generation > seen[-1]

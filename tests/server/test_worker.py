@@ -1,0 +1,96 @@
+"""The gunicorn worker: a kept-alive connection's next call is answered by the thread that
+answered the last one, without keeping other connections waiting or the server from
+stopping."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import pytest
+
+from tests.server.conftest import ServerFactory
+from tests.server.harness import ExtenderServer, send
+from tests.server.kube import fixture_bytes
+
+NAMES = fixture_bytes("filter-names.request.json").rstrip()
+JSON = {"Content-Type": "application/json"}
+CALLS = {
+    "filter": ("POST", "/filter", NAMES),
+    "prioritize": ("POST", "/prioritize", NAMES),
+    "healthz": ("GET", "/healthz", None),
+}
+
+
+@pytest.fixture(scope="module")
+def one_thread(serve: ServerFactory) -> ExtenderServer:
+    """One worker with one thread: any waiting shows."""
+    return serve("--workers", "1", "--threads", "1")
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [["filter"], ["filter", "prioritize"], ["healthz", "filter", "healthz"]],
+    ids=["filter", "filter then prioritize", "health checks between"],
+)
+def test_one_kept_alive_connection_carries_many_calls_back_to_back(
+    one_thread: ExtenderServer, sequence: list[str]
+) -> None:
+    conn = one_thread.connection()
+    try:
+        statuses = []
+        for i in range(60):
+            method, path, body = CALLS[sequence[i % len(sequence)]]
+            statuses.append(send(conn, method, path, body, JSON).status)
+            if i == 0:
+                first_socket = conn.sock
+            assert conn.sock is first_socket  # never closed and reopened
+        assert set(statuses) == {200}
+    finally:
+        conn.close()
+
+
+def test_a_busy_connection_does_not_keep_another_one_waiting(one_thread: ExtenderServer) -> None:
+    stop = threading.Event()
+    busy_calls = [0]
+
+    def hammer() -> None:
+        conn = one_thread.connection()
+        try:
+            while not stop.is_set():
+                send(conn, "POST", "/filter", NAMES, JSON)
+                busy_calls[0] += 1
+        finally:
+            conn.close()
+
+    worker = threading.Thread(target=hammer)
+    worker.start()
+    try:
+        time.sleep(0.3)
+        other = one_thread.connection()
+        waits = []
+        for _ in range(10):
+            started = time.perf_counter()
+            assert send(other, "GET", "/healthz").status == 200
+            waits.append(time.perf_counter() - started)
+            time.sleep(0.02)
+        other.close()
+    finally:
+        stop.set()
+        worker.join()
+    assert busy_calls[0] > 20  # the busy connection was served all along
+    # served within a call or two of the busy connection's, not after a run of them
+    assert statistics.median(waits) < 0.05, waits
+
+
+def test_stopping_is_not_delayed_by_an_idle_kept_alive_connection(
+    serve: ServerFactory,
+) -> None:
+    server = serve("--workers", "1", "--threads", "2")
+    conn = server.connection()
+    assert send(conn, "POST", "/filter", NAMES, JSON).status == 200
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 5.0  # gunicorn's linger for kept-alive connections
+    conn.close()
