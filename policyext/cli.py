@@ -149,6 +149,13 @@ def _parser() -> argparse.ArgumentParser:
     _env_flag(serve, "--tls-key", None, metavar="FILE")
     _env_flag(serve, "--tls-client-ca", None, metavar="FILE", help="require client certificates")
     _env_flag(serve, "--max-body", str(64 * 1024 * 1024), metavar="BYTES")
+    _env_flag(
+        serve,
+        "--request-deadline",
+        "3",
+        metavar="SECONDS",
+        help="evaluation time per request; what is left then fails as its failurePolicy says",
+    )
     serve.set_defaults(run=cmd_serve)
 
     config = commands.add_parser(
@@ -190,6 +197,17 @@ def _positive(value: str, flag: str) -> int:
         number = 0
     if number < 1:
         print(f"error: {flag} must be a whole number of at least 1, got {value!r}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return number
+
+
+def _seconds(value: str, flag: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not 0 < number < float("inf"):
+        print(f"error: {flag} must be a positive number of seconds, got {value!r}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     return number
 
@@ -255,6 +273,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key or None,
         tls_client_ca=args.tls_client_ca or None,
         max_body=_positive(args.max_body, "--max-body"),
+        request_deadline=_seconds(args.request_deadline, "--request-deadline"),
     )
     if not settings.rules_configmap:
         try:

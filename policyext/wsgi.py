@@ -29,7 +29,13 @@ from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, Poli
 from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.resources import NodeSource
-from policyext.server.app import DEFAULT_MAX_BODY, Binder, Options, create_app
+from policyext.server.app import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_REQUEST_DEADLINE,
+    Binder,
+    Options,
+    create_app,
+)
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import LingeringThreadWorker
@@ -55,6 +61,7 @@ class Settings:
     tls_key: str | None = None
     tls_client_ca: str | None = None
     max_body: int = DEFAULT_MAX_BODY
+    request_deadline: float = DEFAULT_REQUEST_DEADLINE
 
 
 def configure_logging(level: str) -> None:
@@ -114,7 +121,11 @@ def build_app(settings: Settings) -> Flask:
         ).start()
     else:
         sources.reload()
-    options = Options(url_prefix=settings.url_prefix, max_body=settings.max_body)
+    options = Options(
+        url_prefix=settings.url_prefix,
+        max_body=settings.max_body,
+        request_deadline=settings.request_deadline,
+    )
     app = create_app(store, source, binder, metrics, options)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
     # collector from walking them on every collection (they are most of the heap)

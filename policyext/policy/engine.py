@@ -66,8 +66,11 @@ class Prepared:
         source: NodeSource | None,
         now: Timestamp,
         budget: int | None,
+        deadline: float | None = None,
     ) -> None:
-        counters = Counters(budget if budget is not None else DEFAULT_LIMITS.cost_budget)
+        counters = Counters(
+            budget if budget is not None else DEFAULT_LIMITS.cost_budget, deadline=deadline
+        )
         matches: list[PolicyMatch] = []
         applied: list[CompiledPolicy] = []
         for policy in policy_set.policies:
@@ -132,11 +135,18 @@ def prepare(
     source: NodeSource | None = None,
     now: Timestamp | None = None,
     budget: int | None = None,
+    deadline: float | None = None,
 ) -> Prepared:
     """The pod-side half of `evaluate`, to inspect (`Prepared.signature`) before deciding
-    whether to evaluate at all; pass it to `evaluate` to reuse it."""
+    whether to evaluate at all; pass it to `evaluate` to reuse it. `deadline`: a
+    time.perf_counter() value past which evaluations fail with DeadlineExceeded."""
     return Prepared(
-        policy_set, pod, source, now if now is not None else Timestamp(time.time_ns()), budget
+        policy_set,
+        pod,
+        source,
+        now if now is not None else Timestamp(time.time_ns()),
+        budget,
+        deadline,
     )
 
 
@@ -154,6 +164,7 @@ def evaluate(
     detail: bool = True,
     names: Sequence[str] | None = None,
     prepared: Prepared | None = None,
+    deadline: float | None = None,
 ) -> Evaluation:
     """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
 
@@ -163,7 +174,7 @@ def evaluate(
     nodes' names when the caller knows them already. `prepared`: `prepare`'s result for
     the same policy set, pod, source and time."""
     if prepared is None:
-        prepared = prepare(policy_set, pod, source, now, budget)
+        prepared = prepare(policy_set, pod, source, now, budget, deadline)
     matches, applied, request = prepared.matches, prepared.applied, prepared.request
     counters = request.counters
     run = _Run(request, nodes, cache_nodes and source is not None)
@@ -191,6 +202,7 @@ def evaluate(
         _score(run, ev, applied, indices, detail)
     ev.evaluations = counters.evaluations
     ev.errors += counters.errors
+    ev.timed_out = counters.timed_out
     return ev
 
 
@@ -262,9 +274,17 @@ def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, obj
         return out
     assert plan is not None
     _, index_of = run.indexed_keys(plan.reads_node_info)
-    for key in index_of.keys() - results.values.keys():
-        results.store(key, run.frame(index_of[key]).evaluate(policy, expr, params))
+    fresh = {
+        key: run.frame(index_of[key]).evaluate(policy, expr, params)
+        for key in index_of.keys() - results.values.keys()
+    }
     not_true = results.not_true
+    if request.counters.timed_out:  # some results are the deadline's, not the nodes': kept out
+        out = {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
+        out.update((index_of[k], v) for k, v in fresh.items() if v is not True)
+        return out
+    for key, value in fresh.items():
+        results.store(key, value)
     return {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
 
 
@@ -289,7 +309,8 @@ def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]
         if known_value is MISS:
             value = _as_score(run.frame(indices[position]).evaluate(policy, expr, params))
             out[position] = value
-            results.store(keys[position], value)
+            if not request.counters.timed_out:
+                results.store(keys[position], value)
     return out
 
 

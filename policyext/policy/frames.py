@@ -8,11 +8,12 @@ be evaluated for it: with cached plans, most nodes of a request never need one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policyext.cel import CELError, Program, Timestamp
+from policyext.cel import CELError, CELEvalError, Program, Timestamp
 from policyext.cel.program import COST
 from policyext.policy.compile import CompiledExpression, CompiledPolicy
 from policyext.policy.plan import Plan
@@ -38,23 +39,47 @@ class Failure:
         self.error = error
 
 
+class DeadlineExceeded(CELEvalError):
+    """The request's time is up: what was not evaluated yet fails with this error (each
+    rule's failurePolicy decides), so the scheduler gets an answer before its timeout."""
+
+
 @dataclass(slots=True)
 class Counters:
     budget: int
     evaluations: int = 0
     errors: int = 0
+    # time.perf_counter() value past which nothing more is evaluated; None: no limit
+    deadline: float | None = None
+    timed_out: bool = False
+
+    # The deadline is checked before every evaluation (one clock read, tens of ns): a
+    # single evaluation is bounded by its cost budget, so that bounds the overshoot.
+
+    def _expired(self) -> DeadlineExceeded:
+        self.timed_out = True
+        return DeadlineExceeded(
+            "policyext ran out of time for this request (--request-deadline); "
+            "this rule was not evaluated"
+        )
 
     def run(self, program: Program, frame: dict[Any, Any]) -> object:
         """Evaluate in a frame shared by the rules of one node: the cost meter restarts."""
+        deadline = self.deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            raise self._expired()
         frame[COST][0] = 0
         self.evaluations += 1
         return program.run(frame)
 
     def attempt(self, program: Program, frame: dict[Any, Any]) -> object:
         """The value, or the error as a Failure value."""
-        frame[COST][0] = 0
-        self.evaluations += 1
+        deadline = self.deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            return Failure(self._expired())
         try:
+            frame[COST][0] = 0
+            self.evaluations += 1
             return program.run(frame)
         except CELError as e:
             return Failure(e)
@@ -62,6 +87,9 @@ class Counters:
     def run_variable(self, program: Program, frame: dict[Any, Any]) -> object:
         # a variable is evaluated in a meter of its own, so that its cost is not charged to
         # the rule that happens to read it first
+        deadline = self.deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            raise self._expired()
         saved = frame[COST]
         frame[COST] = [0, self.budget]
         try:

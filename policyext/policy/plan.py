@@ -43,9 +43,8 @@ class Results:
         self.not_true: dict[Hashable, object] = {}
 
     def store(self, key: Hashable, value: object) -> None:
-        if len(self.values) >= MAX_NODE_RESULTS:  # nodes come and go: start over
-            self.values.clear()
-            self.not_true.clear()
+        # never cleared in place: a request reading this table while storing into it must
+        # find everything it stored (ResultCache starts a new table when one grows too big)
         self.values[key] = value
         if value is not True:
             self.not_true[key] = value
@@ -68,9 +67,10 @@ class ResultCache:
         """The results for these part values (TypeError when one is a list or a map)."""
         key = typed(params)
         table = self.by_params.get(key)
-        if table is None:
+        # nodes come and go, and each version is a new key: a full table starts over
+        if table is None or len(table.values) >= MAX_NODE_RESULTS:
             with self.lock:
-                if len(self.by_params) >= MAX_PARAMETER_SETS:
+                if key not in self.by_params and len(self.by_params) >= MAX_PARAMETER_SETS:
                     self.by_params.pop(next(iter(self.by_params)))
                 table = self.by_params[key] = Results()
         return table

@@ -101,6 +101,7 @@ class Evaluation:
     scored: list[int] = field(default_factory=list)  # the indexes of the scored nodes
     evaluations: int = 0  # CEL evaluations performed
     errors: int = 0  # evaluation errors (all kinds)
+    timed_out: bool = False  # the request deadline stopped some evaluations
     # score rules that failed, by (policy, rule): counted even without per-rule detail
     score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None

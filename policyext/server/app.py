@@ -26,6 +26,7 @@ from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
+DEFAULT_REQUEST_DEADLINE = 3.0
 log = logging.getLogger("policyext.server")
 
 
@@ -39,6 +40,13 @@ class Binder(Protocol):
 class Options:
     url_prefix: str = ""
     max_body: int = DEFAULT_MAX_BODY
+    # seconds a request may spend evaluating before what is left fails (failurePolicy
+    # decides): kube-scheduler's httpTimeout is 5 s by default, and an answer beats none
+    request_deadline: float = DEFAULT_REQUEST_DEADLINE
+
+
+def _deadline(options: Options) -> float:
+    return time.perf_counter() + options.request_deadline
 
 
 def _json(data: object, status: int = 200) -> Response:
@@ -64,7 +72,9 @@ def create_app(
     app = Flask("policyext")
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
-    hot = HotVerbs(store, source, metrics, clock, options.max_body, prefix)
+    hot = HotVerbs(
+        store, source, metrics, clock, options.max_body, prefix, options.request_deadline
+    )
 
     def raw_body() -> bytes:
         """The body, at most `max_body` bytes: Werkzeug checks Content-Length, but a chunked
@@ -109,7 +119,9 @@ def create_app(
     def preempt_view() -> Response:
         args = wire.parse_preemption_args(body())
         policies = store.current
-        return timed("preempt", lambda: verbs.run_preempt(policies, source, args, now()))
+        return timed(
+            "preempt", lambda: verbs.run_preempt(policies, source, args, now(), _deadline(options))
+        )
 
     @app.post(f"{prefix}/bind")
     def bind_view() -> Response:
@@ -128,7 +140,7 @@ def create_app(
     def explain_view() -> Response:
         args = wire.parse_extender_args(body())
         started = time.perf_counter()
-        ev, unknown = verbs.run_explain(store.current, source, args, now())
+        ev, unknown = verbs.run_explain(store.current, source, args, now(), _deadline(options))
         metrics.observe("explain", ev, len(args.names), time.perf_counter() - started)
         data = evaluation_to_dict(ev)
         data["unknownNodes"] = unknown

@@ -34,7 +34,7 @@ log = logging.getLogger("policyext.server")
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 Runner = Callable[
-    [PolicySet, NodeSource | None, wire.ExtenderArgs, Timestamp, verbs.Memo | None],
+    [PolicySet, NodeSource | None, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
     verbs.VerbResult,
 ]
 RUNNERS: Final[dict[str, Runner]] = {
@@ -62,12 +62,14 @@ class HotVerbs:
         clock: Callable[[], int],
         max_body: int,
         prefix: str,
+        request_deadline: float | None = None,
     ) -> None:
         self.store = store
         self.source = source
         self.metrics = metrics
         self.clock = clock
         self.max_body = max_body
+        self.request_deadline = request_deadline
         self.memo: verbs.Memo = verbs.Memo()
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
@@ -76,7 +78,11 @@ class HotVerbs:
         policies = self.store.current  # once: the request sees exactly one version
         args = extender_args(policies, data)
         started = time.perf_counter()
-        result = RUNNERS[verb](policies, self.source, args, Timestamp(self.clock()), self.memo)
+        limit = self.request_deadline
+        deadline = started + limit if limit is not None else None
+        result = RUNNERS[verb](
+            policies, self.source, args, Timestamp(self.clock()), self.memo, deadline
+        )
         seconds = time.perf_counter() - started
         self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
         log_decision(verb, self.store, result, seconds)
@@ -152,6 +158,8 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         record["feasible"] = len(ev.names) - tally.infeasible
         record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
         record["errors"] = ev.errors
+        if ev.timed_out:
+            record["timedOut"] = True
     if result.error:
         record["error"] = result.error
     decision_log.info(orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode())

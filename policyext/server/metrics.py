@@ -152,6 +152,12 @@ class Metrics:
         self.errors = Counter(
             "policyext_evaluation_errors_total", "Evaluation errors of all kinds.", registry=r
         )
+        self.deadline_exceeded = Counter(
+            "policyext_request_deadline_exceeded_total",
+            "Requests answered after their --request-deadline stopped some evaluations, by verb.",
+            ["verb"],
+            registry=r,
+        )
         self.reloads = Counter(
             "policyext_policy_reloads_total",
             "Policy reloads, by result.",
@@ -224,7 +230,11 @@ class Metrics:
         (filter and prioritize), not for /explain or preemption what-ifs."""
         self._child(self.latency, verb).observe(seconds)
         self._child(self.nodes, verb).observe(nodes)
-        if ev is None or verb not in ("filter", "prioritize"):
+        if ev is None:
+            return
+        if ev.timed_out:
+            self._child(self.deadline_exceeded, verb).inc()
+        if verb not in ("filter", "prioritize"):
             return
         self.evaluations.inc(ev.evaluations)
         if ev.errors:

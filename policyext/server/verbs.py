@@ -103,6 +103,7 @@ def run_filter(
     args: wire.ExtenderArgs,
     now: Timestamp,
     memo: Memo | None = None,
+    deadline: float | None = None,
 ) -> VerbResult:
     names_mode = args.nodes is None
     problem = source_problem(args, source, policies)
@@ -111,7 +112,7 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now)
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
     key = None
     if memo is not None and args.node_names is not None:
         key = memo_key("filter", prepared, source, args.node_names)
@@ -153,7 +154,7 @@ def run_filter(
         unresolvable,
     )
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-    if memo is not None and key is not None:
+    if memo is not None and key is not None and not ev.timed_out:
         memo.put(policies, key, result)
     return result
 
@@ -164,12 +165,13 @@ def run_prioritize(
     args: wire.ExtenderArgs,
     now: Timestamp,
     memo: Memo | None = None,
+    deadline: float | None = None,
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
     if source_problem(args, source, policies):
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now)
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
     key = None
     if memo is not None and args.node_names is not None:
         key = memo_key("prioritize", prepared, source, args.node_names)
@@ -193,20 +195,27 @@ def run_prioritize(
     scores = ev.final_scores()
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-    if memo is not None and key is not None:
+    if memo is not None and key is not None and not ev.timed_out:
         memo.put(policies, key, result)
     return result
 
 
 def run_explain(
-    policies: PolicySet, source: NodeSource | None, args: wire.ExtenderArgs, now: Timestamp
+    policies: PolicySet,
+    source: NodeSource | None,
+    args: wire.ExtenderArgs,
+    now: Timestamp,
+    deadline: float | None = None,
 ) -> tuple[Evaluation, dict[str, str]]:
     problem = source_problem(args, source, policies)
     if problem:
         raise wire.WireError(problem)
     nodes, names, unknown = _resolve(args, source)
     cache = args.nodes is None
-    return evaluate(policies, args.pod, nodes, source, now, cache_nodes=cache, names=names), unknown
+    ev = evaluate(
+        policies, args.pod, nodes, source, now, cache_nodes=cache, names=names, deadline=deadline
+    )
+    return ev, unknown
 
 
 class _VictimFreeSource:
@@ -241,7 +250,11 @@ class _VictimFreeSource:
 
 
 def run_preempt(
-    policies: PolicySet, source: NodeSource | None, args: wire.PreemptionArgs, now: Timestamp
+    policies: PolicySet,
+    source: NodeSource | None,
+    args: wire.PreemptionArgs,
+    now: Timestamp,
+    deadline: float | None = None,
 ) -> VerbResult:
     """Keep the candidate nodes on which the policies accept the pod once the victims are
     gone. Victims given as UIDs only are looked up in the node source's pods."""
@@ -258,6 +271,7 @@ def run_preempt(
             victims[name] = [p for p in pods if p is not None]
         else:
             victims[name] = list(v.pods)
-    ev = evaluate(policies, args.pod, nodes, _VictimFreeSource(source, victims), now, scores=False)
+    free = _VictimFreeSource(source, victims)
+    ev = evaluate(policies, args.pod, nodes, free, now, scores=False, deadline=deadline)
     accepted = {name: args.victims[name] for name in ev.feasible_names()}
     return VerbResult(wire.preemption_result(accepted), ev, len(args.victims))

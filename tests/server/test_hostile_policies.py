@@ -103,3 +103,36 @@ def test_explain_shows_each_hostile_rule_stopped_by_the_budget_on_every_node(
         assert all(rule.says in e for e in errors), errors
     else:
         assert errors == []
+
+
+DEADLINE = 0.5
+# past the deadline, one evaluation already running finishes (its cost budget bounds it)
+OVERSHOOT = 2.0
+
+
+@pytest.fixture(scope="module")
+def hurried_server(
+    serve: ServerFactory, tmp_path_factory: pytest.TempPathFactory
+) -> ExtenderServer:
+    folder = tmp_path_factory.mktemp("hostile-per-node")
+    for i, rule in enumerate(r for r in EVALUATION_TIME if r.per_node):
+        (folder / f"hostile-{i}.yaml").write_text(policy_document(rule, "Ignore"))
+    return serve("--request-deadline", str(DEADLINE), rules=(RULES, folder))
+
+
+@pytest.mark.parametrize("verb", ["filter", "explain"])  # (the hostile rules are filters)
+def test_a_request_over_every_node_is_answered_soon_after_its_deadline(
+    hurried_server: ExtenderServer, verb: str
+) -> None:
+    """Every node of the demo cluster (each rule costs a whole budget per node: far more
+    than the scheduler's timeout in all) is answered by the deadline plus one evaluation."""
+    request = {**fixture("filter-names.request.json")}
+    started = time.perf_counter()
+    reply = hurried_server.post_json(f"/{verb}", request)
+    seconds = time.perf_counter() - started
+    assert reply.status == 200, reply.body
+    assert seconds < DEADLINE + OVERSHOOT, f"{seconds:.2f} s"
+    metrics = hurried_server.get("/metrics").body.decode()
+    assert re.search(
+        rf'^policyext_request_deadline_exceeded_total\{{verb="{verb}"\}} [1-9]', metrics, re.M
+    ), "the deadline was what ended it"
