@@ -22,10 +22,17 @@ from policyext.cel import operators as ops
 from policyext.cel.chains import compile_chain, is_chain_step
 from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
 from policyext.cel.comprehensions import compile_comprehension
-from policyext.cel.errors import CELCheckError, CELEvalError, CostLimitExceeded, no_such_overload
+from policyext.cel.errors import (
+    CELCheckError,
+    CELError,
+    CELEvalError,
+    CostLimitExceeded,
+    no_such_overload,
+)
 from policyext.cel.functions import DYN, FunctionTable, MemberTable, Overload
 from policyext.cel.lexer import position
 from policyext.cel.lib.regex import compile_regex, regex_cost
+from policyext.cel.partial import PLACEHOLDER_PREFIX
 from policyext.cel.values import (
     CELType,
     Optional,
@@ -158,6 +165,10 @@ class Compiler:
         name = node.name
         if name in self.locals:
             return Code(operator.itemgetter(name), path=(name, ()))
+        if name.startswith(PLACEHOLDER_PREFIX) and name in self.variables:
+            self.references.add(name)
+            self.opaque.add(name)
+            return self.placeholder(name)
         if name in self.variables:
             self.references.add(name)
             self.opaque.add(name)
@@ -172,10 +183,29 @@ class Compiler:
         """The base of an access chain: a variable read through constant fields only."""
         if isinstance(node, ast.Ident):
             name = node.name
+            if name.startswith(PLACEHOLDER_PREFIX):
+                return self.compile(node)  # read through `placeholder`, errors and all
             if name in self.variables and name not in self.locals:
                 self.references.add(name)
                 return self.variable(name, self.variables[name])
         return self.compile(node)
+
+    def placeholder(self, name: str) -> Code:
+        """A pod-side part's value in a residual (partial.py). The part may have failed for
+        this pod: its error is then the value, raised where the residual reads it, so the
+        residual fails exactly where the whole expression would have (and not where `&&`
+        or `||` never looks)."""
+
+        def read(a: Activation) -> object:
+            try:
+                value = a[name]
+            except KeyError:
+                raise CELEvalError(f"no such attribute: '{name}' is not bound") from None
+            if isinstance(value, CELError):
+                raise value.with_traceback(None)
+            return value
+
+        return Code(read, DYN)
 
     def variable(self, name: str, type_: str) -> Code:
         def read(a: Activation) -> object:

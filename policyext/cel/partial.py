@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from policyext.cel import ast
 
+# `@` cannot start a CEL identifier: no name in a policy can collide with a placeholder
+PLACEHOLDER_PREFIX = "@"
+
 Read = str  # "pod", "node", or "variables.zone" for a field of the variables map
 
 
@@ -35,7 +38,7 @@ class Split:
 
 
 def placeholder(index: int) -> str:
-    return f"@p{index}"
+    return f"{PLACEHOLDER_PREFIX}p{index}"
 
 
 # what a read of a variable bound by an enclosing comprehension looks like: never known

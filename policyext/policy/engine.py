@@ -118,7 +118,7 @@ class Prepared:
                 if plan is None or not plan.cacheable:
                     return None
                 params = request.plan_params(policy.name, plan)
-                if not isinstance(params, tuple):  # UNUSABLE: evaluated node by node
+                if not isinstance(params, tuple):
                     return None
                 values.append(typed(params))
         key = tuple(values)

@@ -27,7 +27,6 @@ from policyext.policy.resources import (
 
 Json = Mapping[str, Any]
 MISS: Final = object()
-UNUSABLE: Final = object()  # a plan whose pod-side parts failed for this pod
 
 
 class Failure:
@@ -174,7 +173,7 @@ class Request:
             frame["variables"] = variables  # a pod-only variable may read another one
             self.shared[p.name] = variables
         self.pod_values: dict[int, object] = {}  # id(expression) -> value or Failure
-        self.params: dict[int, object] = {}  # id(plan) -> part values, or UNUSABLE
+        self.params: dict[int, object] = {}  # id(plan) -> part values (errors as values)
 
     def pod_value(self, policy: str, expr: CompiledExpression) -> object:
         """A pod-only expression, once per request."""
@@ -185,14 +184,17 @@ class Request:
         return value
 
     def plan_params(self, policy: str, plan: Plan) -> object:
-        """The values of a plan's pod-side parts, once per request; UNUSABLE when one fails
-        (then the whole expression is evaluated per node, errors and all)."""
+        """The values of a plan's pod-side parts, once per request. A part that fails has
+        its error as its value: the residual raises it where it reads that part, so the
+        result is the whole expression's (`false && <error>` is still false), and the
+        per-node results stay cacheable for pods that fail the same way."""
         params = self.params.get(id(plan), MISS)
         if params is MISS:
             frame = self.shared[policy].frame
-            values = tuple(self.counters.attempt(part, frame) for part in plan.parts)
-            failed = any(isinstance(v, Failure) for v in values)
-            params = self.params[id(plan)] = UNUSABLE if failed else values
+            values = [self.counters.attempt(part, frame) for part in plan.parts]
+            params = self.params[id(plan)] = tuple(
+                v.error if isinstance(v, Failure) else v for v in values
+            )
         return params
 
 

@@ -52,8 +52,9 @@ class Results:
 
 def typed(values: tuple[object, ...]) -> tuple[tuple[type, object], ...]:
     """Part values as a cache key: with their types, since 1, 1.0 and true are equal (and
-    hash alike) in Python but not in CEL."""
-    return tuple((type(v), v) for v in values)
+    hash alike) in Python but not in CEL; a part's error by its message (each request makes
+    its own error object, and pods failing alike must share their results)."""
+    return tuple((type(v), v.message if isinstance(v, cel.CELError) else v) for v in values)
 
 
 @dataclass
