@@ -414,6 +414,9 @@ def _drop_zeros(requested: Resources) -> None:
 
 def _name(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata")
+    if type(meta) is dict:  # decoded JSON, always: no abstract-class check per node
+        name = meta.get("name", "")
+        return name if type(name) is str else str(name)
     return str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
 
 

@@ -240,7 +240,12 @@ class _Run:
             assert self.keys is not None
             keys = self.keys
             if with_info:
-                keys = [(k, self.frame(i).node_info().generation) for i, k in enumerate(keys)]
+                # straight from the source: a node frame is only worth making for the few
+                # nodes whose results are not cached
+                assert source is not None
+                info = source.node_info
+                nodes = self.nodes
+                keys = [(k, info(nodes[i]).generation) for i, k in enumerate(keys)]
             entry = self._indexes[with_info] = (keys, {k: i for i, k in enumerate(keys)})
         return entry
 
