@@ -7,8 +7,6 @@ the RBAC the Helm chart grants (the ConfigMap by name only)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,10 +14,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from tests.cluster.policies import BROKEN
 from tests.e2e.controlplane import (
     POLICYEXT,
     ApiError,
@@ -30,11 +29,11 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
+from tests.e2e.extender import eventually, policyext_argv, scheduler_config
 from tests.e2e.rbac import grant_configmap_access
 
 pytestmark = pytest.mark.e2e
 
-T = TypeVar("T")
 SCHEDULER_NAME = "reload-scheduler"
 TEAM = "policyext.test/team"
 WORKERS = 2
@@ -55,29 +54,6 @@ spec:
 """
 
 
-BROKEN = """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: broken
-spec:
-  filters:
-    - name: oops
-      expression: "node.(("
-"""
-
-
-def eventually(probe: Callable[[], T | None], timeout: float = 15.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met after {timeout:.0f} s")
-        time.sleep(0.02)
-
-
 def _get_json(url: str) -> tuple[int, Any]:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -86,10 +62,6 @@ def _get_json(url: str) -> tuple[int, Any]:
         return e.code, json.loads(e.read() or b"{}")
     except OSError:
         return 0, None
-
-
-def _policyext(*args: str) -> list[str]:
-    return [sys.executable, "-m", "policyext.cli", *args]
 
 
 @dataclass
@@ -155,7 +127,7 @@ def setup(control_plane: ControlPlane, policyext_kubeconfig: Path) -> Iterator[S
     state.write_policies({"team.yaml": only_team("blue")})
     server = Component(
         "policyext-reload",
-        _policyext(
+        policyext_argv(
             "serve",
             "--kubeconfig",
             str(policyext_kubeconfig),
@@ -171,13 +143,7 @@ def setup(control_plane: ControlPlane, policyext_kubeconfig: Path) -> Iterator[S
     server.start()
     try:
         server.wait_ready(lambda: _get_json(f"{url}/readyz")[0] == 200, timeout=30)
-        config = subprocess.run(
-            _policyext("config", "--url", url, "--bind", "--scheduler-name", SCHEDULER_NAME),
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        control_plane.start_scheduler(config, name=SCHEDULER_NAME)
+        control_plane.start_scheduler(scheduler_config(url, SCHEDULER_NAME), name=SCHEDULER_NAME)
         yield state
     finally:
         if SCHEDULER_NAME in control_plane.components:
@@ -282,7 +248,7 @@ def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
     url = f"http://127.0.0.1:{port}"
     server = Component(
         "policyext-forbidden",
-        _policyext(
+        policyext_argv(
             "serve",
             "--kubeconfig",
             str(policyext_kubeconfig),
