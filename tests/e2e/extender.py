@@ -58,6 +58,10 @@ def scheduler_config(url: str, scheduler_name: str, *extra: str, bind: bool = Tr
     ).stdout
 
 
+# the series of the binds that succeeded, in policyext_requests_total
+BIND_OK: Final = {"code": "200", "verb": "bind"}
+
+
 class Extender:
     """One `policyext serve --kubeconfig` process; stopped and started at will."""
 

@@ -38,6 +38,7 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
+from tests.e2e.extender import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -363,7 +364,8 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
 
     assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
     # the extender bound it, as the chart's ServiceAccount (pods/binding)
-    assert _bind_count(running.url) == binds + 1
+    # (counted once our handler returns, a moment after the API shows the binding)
+    eventually(lambda: _bind_count(running.url) == binds + 1)
 
 
 MOST_FREE_CPU = """\
