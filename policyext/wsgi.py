@@ -103,14 +103,14 @@ def build_app(settings: Settings) -> Flask:
         binder = ClusterBinder(api, live)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = ConfigMapRef.parse(settings.rules_configmap) if settings.rules_configmap else None
+    if configmap is not None and api is None:
+        raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
     sources = PolicySources(store, settings.rules, configmap, events)
     if settings.rules:
         # fingerprinted before the first load: a change in between is loaded again, not lost
         DirectoryWatcher(settings.rules, sources.reload, interval=settings.reload_interval).start()
-    if configmap is not None:
-        if api is None:
-            raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
+    if configmap is not None and api is not None:
         # the first list loads the policies; until then /readyz says not ready and the
         # verbs answer with an Error rather than let every node through
         ConfigMapWatch(

@@ -21,6 +21,7 @@ from policyext.policy.model import Expression, Issue, Location
 PathKey = tuple[str | int, ...]
 # the link kubelet swaps to update a mounted ConfigMap atomically
 KUBELET_DATA_LINK: Final = "..data"
+SWAPPED_WHILE_READ: Final = "the folder was updated while it was read; it is read again"
 
 
 _NO_TIMESTAMPS: Final = {
@@ -210,8 +211,17 @@ def discover_files(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, str]],
         path = Path(given)
         if path.is_dir():
             data = path / KUBELET_DATA_LINK
-            root = Path(os.path.realpath(data)) if data.is_symlink() else path
-            found.extend((file, str(path / file.relative_to(root))) for file in _walk(root))
+            if not data.is_symlink():
+                found.extend((file, str(file)) for file in _walk(path))
+                continue
+            root = Path(os.path.realpath(data))
+            files = list(_walk(root))
+            # kubelet removes the old version right after the swap: a version that went
+            # away while it was listed reads as empty, which must not pass for "no policies"
+            if not root.is_dir() or os.path.realpath(data) != str(root):
+                issues.append(Issue(Location(str(path), 1, 1), SWAPPED_WHILE_READ))
+                continue
+            found.extend((file, str(path / file.relative_to(root))) for file in files)
         elif path.is_file():
             found.append((path, str(path)))
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -157,3 +157,22 @@ def test_a_failing_reload_does_not_end_the_watching(tmp_path: Path) -> None:
     _write(tmp_path / "a.yaml", A)
     assert watcher.check()
     assert calls == [1, 1]
+
+
+def test_a_projected_folder_swapped_while_it_is_listed_is_an_issue_not_an_empty_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from policyext.policy import loader
+    from policyext.policy.loader import SWAPPED_WHILE_READ
+
+    folder = project(tmp_path / "rules", {"a.yaml": A})
+    walk = loader._walk
+
+    def walk_during_an_update(root: Path) -> Iterator[Path]:
+        project(folder, {"b.yaml": B})  # kubelet swaps and removes the version being listed
+        return walk(root)
+
+    monkeypatch.setattr(loader, "_walk", walk_during_an_update)
+    files, issues = discover_files([folder])
+    assert files == []
+    assert [i.message for i in issues] == [SWAPPED_WHILE_READ]
