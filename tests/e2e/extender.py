@@ -20,6 +20,10 @@ from tests.e2e.controlplane import Component, ControlPlane, free_port, pod
 Json = dict[str, Any]
 T = TypeVar("T")
 
+REPO: Final = Path(__file__).resolve().parents[2]
+# the example policy the scenarios schedule with: critical pods never go to spot nodes
+CRITICAL_OFF_SPOT: Final = (REPO / "rules" / "critical-off-spot.yaml").read_text(encoding="utf-8")
+
 PROBE_LABEL: Final = "e2e-probe"
 MARK_LABEL: Final = "e2e-mark"
 # Matches only probe pods (never created, only sent to /explain): its score values are the
@@ -148,6 +152,17 @@ def _decode(raw: bytes) -> Json | str:
     except ValueError:
         return raw.decode(errors="replace")
     return decoded if isinstance(decoded, dict) else raw.decode(errors="replace")
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """Status and body of a GET; 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except OSError:
+        return 0, ""
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05) -> T:

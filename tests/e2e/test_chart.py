@@ -16,8 +16,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,29 +36,13 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
-from tests.e2e.extender import eventually
+from tests.e2e.extender import CRITICAL_OFF_SPOT, eventually, http_get
 
 pytestmark = pytest.mark.e2e
 
 RELEASE = "pe2e"
 FULLNAME = f"{RELEASE}-policyext"
 SCHEDULER_NAME = "chart-scheduler"
-CRITICAL_OFF_SPOT = """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: critical-off-spot
-spec:
-  match:
-    podSelector:
-      matchLabels:
-        critical: "true"
-  filters:
-    - name: no-spot-nodes
-      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
-      message: "critical pods do not run on spot nodes"
-      unresolvable: true
-"""
 
 
 def _helm() -> Path:
@@ -228,16 +210,6 @@ def _replace(args: list[str], flag: str, value: str | None) -> list[str]:
     return out
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, ""
-    except OSError:
-        return 0, ""
-
-
 @pytest.fixture(scope="module")
 def running(
     control_plane: ControlPlane,
@@ -302,7 +274,7 @@ def running(
     control_plane.components[scheduler.name] = scheduler
     try:
         extender.start()
-        extender.wait_ready(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
+        extender.wait_ready(lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
         scheduler.start()
         # it leads once it holds the Lease, which only the chart's Role lets it write
         _wait_for_leader(admin, ns, scheduler)
@@ -327,7 +299,7 @@ def _wait_for_leader(admin: KubeClient, namespace: str, scheduler: Component) ->
 
 
 def _bind_count(url: str) -> float:
-    _, metrics = _get(f"{url}/metrics")
+    _, metrics = http_get(f"{url}/metrics")
     found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
     return float(found.group(1)) if found else 0.0
 
@@ -382,7 +354,7 @@ spec:
 
 
 def _served_policies(url: str) -> list[str]:
-    status, body = _get(f"{url}/policies")
+    status, body = http_get(f"{url}/policies")
     assert status == 200
     return sorted(p["name"] for p in json.loads(body)["policies"])
 

@@ -6,10 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +28,7 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
+from tests.e2e.extender import CRITICAL_OFF_SPOT, eventually, http_get, policyext_argv
 
 pytestmark = pytest.mark.e2e
 
@@ -41,18 +38,6 @@ NOBODY = "no-such-scheduler"  # pods no running scheduler will pick up
 
 def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def eventually(probe: Callable[[], T | None], timeout: float = 15.0) -> T:
-    """The first truthy value of `probe`, polled until `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met after {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 @dataclass(frozen=True)
@@ -432,37 +417,6 @@ def test_the_connection_is_configured_from_a_kubeconfig_or_nothing(
 
 # --------------------------------------------------------------------------- end to end
 
-CRITICAL_OFF_SPOT = """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: critical-off-spot
-spec:
-  match:
-    podSelector:
-      matchLabels:
-        critical: "true"
-  filters:
-    - name: no-spot-nodes
-      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
-      message: "critical pods do not run on spot nodes"
-      unresolvable: true
-"""
-
-
-def _policyext(*args: str) -> list[str]:
-    return [sys.executable, "-m", "policyext.cli", *args]
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, ""
-    except OSError:
-        return 0, ""
-
 
 @pytest.fixture(scope="module")
 def policy_scheduler(
@@ -480,7 +434,7 @@ def policy_scheduler(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     config = subprocess.run(
-        _policyext("config", "--url", url, "--bind", "--scheduler-name", "policy-scheduler"),
+        policyext_argv("config", "--url", url, "--bind", "--scheduler-name", "policy-scheduler"),
         check=True,
         capture_output=True,
         text=True,
@@ -488,7 +442,7 @@ def policy_scheduler(
     assert yaml.safe_load(config)["extenders"][0]["nodeCacheCapable"] is True
     server = Component(
         "policyext",
-        _policyext(
+        policyext_argv(
             "serve",
             "--kubeconfig",
             str(policyext_kubeconfig),
@@ -502,7 +456,7 @@ def policy_scheduler(
     server.start()
     try:
         # ready once the policies are loaded and both watches have listed
-        server.wait_ready(lambda: _get(f"{url}/readyz")[0] == 200, timeout=30)
+        server.wait_ready(lambda: http_get(f"{url}/readyz")[0] == 200, timeout=30)
         control_plane.start_scheduler(config, name="policy-scheduler")
         yield url
     finally:
@@ -547,14 +501,14 @@ def test_the_scheduler_places_pods_through_the_extender_which_binds_them(
 
 
 def _bind_count(url: str) -> float:
-    _, metrics = _get(f"{url}/metrics")
+    _, metrics = http_get(f"{url}/metrics")
     found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
     return float(found.group(1)) if found else 0.0
 
 
 def test_serve_refuses_a_snapshot_and_a_kubeconfig_together(tmp_path: Path) -> None:
     done = subprocess.run(
-        _policyext("serve", "--snapshot", "x.yaml", "--kubeconfig", "y", "--rules", "r"),
+        policyext_argv("serve", "--snapshot", "x.yaml", "--kubeconfig", "y", "--rules", "r"),
         check=False,
         capture_output=True,
         text=True,

@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import BIND_OK, PROBE_POLICY, Extender, eventually, scheduler_config
+from tests.e2e.extender import (
+    BIND_OK,
+    CRITICAL_OFF_SPOT,
+    PROBE_POLICY,
+    Extender,
+    eventually,
+    scheduler_config,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -25,22 +32,7 @@ SCHEDULER = "policy-scenarios"
 NOBODY = "no-such-scheduler"
 
 POLICIES = {
-    "critical-off-spot.yaml": """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: critical-off-spot
-spec:
-  match:
-    podSelector:
-      matchLabels:
-        critical: "true"
-  filters:
-    - name: no-spot-nodes
-      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
-      message: "critical pods do not run on spot nodes"
-      unresolvable: true
-""",
+    "critical-off-spot.yaml": CRITICAL_OFF_SPOT,
     "prefer-gold.yaml": """\
 apiVersion: policyext.io/v1alpha1
 kind: SchedulingPolicy
