@@ -6,7 +6,7 @@ with the Evaluation it came from (for metrics and the decision log).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -97,6 +97,32 @@ def source_problem(
     return ""
 
 
+def _recall(
+    verb: str,
+    memo: Memo | None,
+    policies: PolicySet,
+    prepared: Prepared,
+    source: NodeSource | None,
+    args: wire.ExtenderArgs,
+) -> tuple[Hashable | None, VerbResult | None]:
+    """The memo key of a NodeNames call (None when its reply cannot be reused), and the
+    reply remembered under it, if any."""
+    if memo is None or args.node_names is None:
+        return None, None
+    key = memo_key(verb, prepared, source, args.node_names)
+    known = memo.get(policies, key) if key is not None else None
+    return key, known.again(pod_id(args.pod), prepared) if known is not None else None
+
+
+def _remember(
+    memo: Memo | None, policies: PolicySet, key: Hashable | None, result: VerbResult
+) -> None:
+    # a reply the deadline cut short is not the nodes' own answer: never reused
+    ev = result.evaluation
+    if memo is not None and key is not None and ev is not None and not ev.timed_out:
+        memo.put(policies, key, result)
+
+
 def run_filter(
     policies: PolicySet,
     source: NodeSource | None,
@@ -113,12 +139,9 @@ def run_filter(
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
     prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key = None
-    if memo is not None and args.node_names is not None:
-        key = memo_key("filter", prepared, source, args.node_names)
-        known = memo.get(policies, key) if key is not None else None
-        if known is not None:
-            return known.again(pod_id(args.pod), prepared)
+    key, known = _recall("filter", memo, policies, prepared, source, args)
+    if known is not None:
+        return known
     nodes, names, unknown = _resolve(args, source)
     ev = evaluate(
         policies,
@@ -154,8 +177,7 @@ def run_filter(
         unresolvable,
     )
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-    if memo is not None and key is not None and not ev.timed_out:
-        memo.put(policies, key, result)
+    _remember(memo, policies, key, result)
     return result
 
 
@@ -172,12 +194,9 @@ def run_prioritize(
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
     prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key = None
-    if memo is not None and args.node_names is not None:
-        key = memo_key("prioritize", prepared, source, args.node_names)
-        known = memo.get(policies, key) if key is not None else None
-        if known is not None:
-            return known.again(pod_id(args.pod), prepared)
+    key, known = _recall("prioritize", memo, policies, prepared, source, args)
+    if known is not None:
+        return known
     nodes, names, _unknown = _resolve(args, source)
     cache = args.nodes is None
     ev = evaluate(
@@ -195,8 +214,7 @@ def run_prioritize(
     scores = ev.final_scores()
     body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-    if memo is not None and key is not None and not ev.timed_out:
-        memo.put(policies, key, result)
+    _remember(memo, policies, key, result)
     return result
 
 

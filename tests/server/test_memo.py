@@ -261,3 +261,24 @@ def test_the_cluster_source_generation_advances_with_every_change_a_reply_depend
     assert seen == sorted(set(seen))  # each change a new, larger generation
     source._apply_node("MODIFIED", _cluster_node("3"))  # a node it no longer has: re-added
     assert source.generation > seen[-1]
+
+
+def test_a_reply_the_deadline_cut_short_is_never_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from policyext.policy import frames
+
+    policy_set = policies(SPOT_AND_CPU)
+    source = MovingSource(NODES)
+    memo = verbs.Memo()
+    args = wire.parse_extender_args({"Pod": CRITICAL, "NodeNames": NAMES, "Nodes": None})
+    # the pod-side parts (two) are evaluated in time, every node's rules after the deadline:
+    # the late reply has the same memo key as a reply in time would
+    readings = iter([0.0, 0.0])
+    monkeypatch.setattr(frames.time, "perf_counter", lambda: next(readings, 10.0))
+    late = verbs.run_filter(policy_set, source, args, NOW, memo, deadline=1.0)
+    monkeypatch.undo()
+    assert late.evaluation is not None and late.evaluation.timed_out
+    in_time = verbs.run_filter(policy_set, source, args, NOW, memo)
+    assert in_time.evaluation is not None and not in_time.evaluation.timed_out
+    assert in_time.body != late.body, "answered afresh, not from the memo"
