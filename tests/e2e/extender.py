@@ -6,16 +6,18 @@ extender's caches hold (so a test sees the extender's view without any debug end
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from tests.e2e.controlplane import Component, ControlPlane, free_port, pod
+from tests.e2e.controlplane import Component, ControlPlane, KubeClient, fake_node, free_port, pod
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -163,6 +165,24 @@ def http_get(url: str) -> tuple[int, str]:
         return e.code, ""
     except OSError:
         return 0, ""
+
+
+def bind_count(url: str) -> float:
+    """The binds the extender at `url` answered with success, from its /metrics."""
+    _, metrics = http_get(f"{url}/metrics")
+    found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def spot_and_on_demand(admin: KubeClient) -> str:
+    """A roomy spot node and a small on-demand one, `spot-SUFFIX` and `on-demand-SUFFIX`:
+    without a policy, every pod would prefer the spot node. Returns the suffix."""
+    suffix = uuid.uuid4().hex[:6]
+    admin.create_fake_node(
+        fake_node(f"spot-{suffix}", cpu="32", memory="64Gi", labels={"lifecycle": "spot"})
+    )
+    admin.create_fake_node(fake_node(f"on-demand-{suffix}", cpu="2", memory="4Gi"))
+    return suffix
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05) -> T:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -32,11 +31,16 @@ from tests.e2e.controlplane import (
     Component,
     ControlPlane,
     KubeClient,
-    fake_node,
     free_port,
     pod,
 )
-from tests.e2e.extender import CRITICAL_OFF_SPOT, eventually, http_get
+from tests.e2e.extender import (
+    CRITICAL_OFF_SPOT,
+    bind_count,
+    eventually,
+    http_get,
+    spot_and_on_demand,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -298,12 +302,6 @@ def _wait_for_leader(admin: KubeClient, namespace: str, scheduler: Component) ->
     scheduler.wait_ready(leads, timeout=60)
 
 
-def _bind_count(url: str) -> float:
-    _, metrics = http_get(f"{url}/metrics")
-    found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
-    return float(found.group(1)) if found else 0.0
-
-
 @pytest.mark.parametrize(
     ("labels", "lands_on"),
     [({"critical": "true"}, "on-demand"), ({}, "spot")],
@@ -315,14 +313,9 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
     labels: dict[str, str],
     lands_on: str,
 ) -> None:
-    suffix = uuid.uuid4().hex[:6]
-    # the spot node is far emptier: without the policy, every pod would prefer it
-    admin.create_fake_node(
-        fake_node(f"spot-{suffix}", cpu="32", memory="64Gi", labels={"lifecycle": "spot"})
-    )
-    admin.create_fake_node(fake_node(f"on-demand-{suffix}", cpu="2", memory="4Gi"))
+    suffix = spot_and_on_demand(admin)
     name = f"pod-{suffix}"
-    binds = _bind_count(running.url)
+    binds = bind_count(running.url)
     admin.create(
         f"/api/v1/namespaces/{namespace}/pods",
         pod(name, scheduler_name=SCHEDULER_NAME, labels=labels),
@@ -337,7 +330,7 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
     assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
     # the extender bound it, as the chart's ServiceAccount (pods/binding)
     # (counted once our handler returns, a moment after the API shows the binding)
-    eventually(lambda: _bind_count(running.url) == binds + 1)
+    eventually(lambda: bind_count(running.url) == binds + 1)
 
 
 MOST_FREE_CPU = """\

@@ -4,7 +4,6 @@ binder, and the whole extender bound into a real kube-scheduler."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,7 +27,14 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
-from tests.e2e.extender import CRITICAL_OFF_SPOT, eventually, http_get, policyext_argv
+from tests.e2e.extender import (
+    CRITICAL_OFF_SPOT,
+    bind_count,
+    eventually,
+    http_get,
+    policyext_argv,
+    spot_and_on_demand,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -476,14 +482,9 @@ def test_the_scheduler_places_pods_through_the_extender_which_binds_them(
     labels: dict[str, str],
     lands_on: str,
 ) -> None:
-    suffix = uuid.uuid4().hex[:6]
-    # the spot node is far emptier: without the policy, every pod would prefer it
-    admin.create_fake_node(
-        fake_node(f"spot-{suffix}", cpu="32", memory="64Gi", labels={"lifecycle": "spot"})
-    )
-    admin.create_fake_node(fake_node(f"on-demand-{suffix}", cpu="2", memory="4Gi"))
+    suffix = spot_and_on_demand(admin)
     name = _unique("pod")
-    binds = _bind_count(policy_scheduler)
+    binds = bind_count(policy_scheduler)
     admin.create(
         f"/api/v1/namespaces/{namespace}/pods",
         pod(name, scheduler_name="policy-scheduler", labels=labels),
@@ -497,13 +498,7 @@ def test_the_scheduler_places_pods_through_the_extender_which_binds_them(
     assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
     # an extender that binds replaces the scheduler's own binder: the bind was ours
     # (counted once our handler returns, a moment after the API shows the binding)
-    eventually(lambda: _bind_count(policy_scheduler) == binds + 1)
-
-
-def _bind_count(url: str) -> float:
-    _, metrics = http_get(f"{url}/metrics")
-    found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
-    return float(found.group(1)) if found else 0.0
+    eventually(lambda: bind_count(policy_scheduler) == binds + 1)
 
 
 def test_serve_refuses_a_snapshot_and_a_kubeconfig_together(tmp_path: Path) -> None:
