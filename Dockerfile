@@ -7,7 +7,11 @@ WORKDIR /src
 RUN python -m venv /opt/policyext
 COPY pyproject.toml setup.cfg README.md ./
 COPY policyext ./policyext
-# every dependency ships manylinux wheels: no compiler is needed, and none reaches the image
+# gunicorn_h1c (gunicorn's C request parser) may come as source only: the compiler stays in
+# this stage, and only the built venv reaches the image
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 RUN /opt/policyext/bin/pip install --no-cache-dir --upgrade pip \
  && /opt/policyext/bin/pip install --no-cache-dir .
 

@@ -51,10 +51,11 @@ class WatchStats:
     last_error: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class NodeEntry:
     """What readers see of one node name: replaced whole, never changed in place. `node`
-    is None for a name that has pods bound to it but no Node object (yet)."""
+    is None for a name that has pods bound to it but no Node object (yet). Compared by
+    identity: an entry is a version of the node (see `node_stamps`)."""
 
     node: Json | None
     key: str | None
@@ -94,6 +95,7 @@ class ClusterSource:
         self.clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, NodeEntry] = {}
+        self._with_node: dict[str, NodeEntry] = {}  # the entries that have a Node object
         self._keys: dict[int, tuple[Json, str]] = {}  # id(node) -> (node, key)
         self._pods: dict[str, Json] = {}  # uid -> every pod seen, bound or not
         self._uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
@@ -178,11 +180,16 @@ class ClusterSource:
         return False
 
     def node_count(self) -> int:
-        return sum(1 for e in list(self._entries.values()) if e.node is not None)
+        return len(self._with_node)
 
     def get_node(self, name: str) -> Json | None:
         entry = self._entries.get(name)
         return entry.node if entry is not None else None
+
+    def node_stamps(self, names: Sequence[str]) -> list[object]:
+        """Per name, the entry readers see now (None without a Node object): entries are
+        replaced whole whenever the node or its information changes."""
+        return list(map(self._with_node.get, names))
 
     def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
         keys = self._keys
@@ -288,6 +295,7 @@ class ClusterSource:
             self._publish(name, None)  # its pods are still counted until they go
         else:
             del self._entries[name]
+            self._with_node.pop(name, None)
             self.generation = next(self._generations)
 
     def _replace_pods(self, items: list[Json], started: float) -> None:
@@ -384,7 +392,11 @@ class ClusterSource:
             generation,
         )
         key = node_key(node) if node is not None else None
-        self._entries[name] = NodeEntry(node, key, info)
+        entry = self._entries[name] = NodeEntry(node, key, info)
+        if node is not None:
+            self._with_node[name] = entry
+        else:
+            self._with_node.pop(name, None)
         self.generation = generation
 
 

@@ -112,6 +112,15 @@ class SnapshotSource:
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
 
+    def node_count(self) -> int:
+        return len(self.nodes)
+
+    def node_stamps(self, names: Sequence[str]) -> list[object]:
+        """Per name, the node object itself (None for a name not in the file): a file's
+        nodes and their information never change."""
+        get = self.nodes.get
+        return [get(name) for name in names]
+
     def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
         # the source keeps its nodes alive, so an id found here is one of them
         keys = self._keys

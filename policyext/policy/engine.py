@@ -57,7 +57,7 @@ class Prepared:
     """The pod-side half of an evaluation: which policies apply to the pod, and (computed on
     demand, once) the values the rules read of the pod. `signature` sums them up."""
 
-    __slots__ = ("applied", "matches", "policy_set", "request")
+    __slots__ = ("_signatures", "applied", "matches", "policy_set", "request")
 
     def __init__(
         self,
@@ -84,6 +84,7 @@ class Prepared:
         self.matches = matches
         self.applied = applied
         self.request = Request(applied, pod, now, source, counters)
+        self._signatures: dict[tuple[bool, bool], Hashable | None] = {}
 
     @property
     def counters(self) -> Counters:
@@ -95,6 +96,12 @@ class Prepared:
         version alone (see plan.py); None otherwise (a rule reads the node and the pod
         together, a variable, or writes a message per node). Two pods with equal signatures
         get the same answer for the same nodes in the same versions."""
+        wanted = (filters, scores)
+        if wanted not in self._signatures:
+            self._signatures[wanted] = self._signature(filters, scores)
+        return self._signatures[wanted]
+
+    def _signature(self, filters: bool, scores: bool) -> Hashable | None:
         request = self.request
         values: list[object] = [tuple(self.matches)]
         for policy in self.applied:
@@ -279,18 +286,21 @@ def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, obj
         return out
     assert plan is not None
     _, index_of = run.indexed_keys(plan.reads_node_info)
+    # walks this request's nodes, never the whole table (it holds every node seen)
+    known = results.values
     fresh = {
-        key: run.frame(index_of[key]).evaluate(policy, expr, params)
-        for key in index_of.keys() - results.values.keys()
+        key: run.frame(i).evaluate(policy, expr, params)
+        for key, i in index_of.items()
+        if key not in known
     }
     not_true = results.not_true
     if request.counters.timed_out:  # some results are the deadline's, not the nodes': kept out
-        out = {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
+        out = {i: not_true[k] for k, i in index_of.items() if k in not_true}
         out.update((index_of[k], v) for k, v in fresh.items() if v is not True)
         return out
     for key, value in fresh.items():
         results.store(key, value)
-    return {index_of[k]: not_true[k] for k in not_true.keys() & index_of.keys()}
+    return {i: not_true[k] for k, i in index_of.items() if k in not_true}
 
 
 def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> list[object]:

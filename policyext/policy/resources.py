@@ -188,7 +188,10 @@ class NodeSource(Protocol):
     cluster's caches. `has_pods` says whether `requested`/`free`/`pods` can be known.
 
     A source may also have an integer `generation` that changes whenever any node or any
-    node's information changes: replies can then be reused while it stays the same."""
+    node's information changes: replies can then be reused while it stays the same; and a
+    `node_stamps(names)` method giving per name an object replaced whenever that node or its
+    information changes (None for a name it does not hold): each node's part of a reply can
+    then be reused while its stamp is the same object."""
 
     @property
     def has_pods(self) -> bool: ...

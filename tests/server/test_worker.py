@@ -94,3 +94,13 @@ def test_stopping_is_not_delayed_by_an_idle_kept_alive_connection(
     assert server.stop() == 0
     assert time.monotonic() - started < 5.0  # gunicorn's linger for kept-alive connections
     conn.close()
+
+
+def test_requests_are_parsed_by_gunicorns_c_parser() -> None:
+    """The pure-Python parser costs more CPU per request than answering a NodeNames call:
+    the dependency must be installed and gunicorn must pick it."""
+    from gunicorn.http.message import _check_fast_parser
+
+    from policyext.wsgi import Server, Settings
+
+    assert _check_fast_parser(Server(Settings()).cfg)
