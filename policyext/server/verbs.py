@@ -6,7 +6,6 @@ with the Evaluation it came from (for metrics and the decision log).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,7 +23,7 @@ from policyext.policy.resources import (
 from policyext.policy.verdicts import NodeVerdict
 from policyext.server import wire
 from policyext.server.memo import ReplyMemo, memo_key
-from policyext.server.node_answers import NodeAnswers, Table
+from policyext.server.node_answers import NodeAnswers, filter_by_node, scores_by_node
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
 NO_SOURCE = (
@@ -62,7 +61,7 @@ class Memo:
     def __init__(self) -> None:
         self.replies: ReplyMemo[VerbResult] = ReplyMemo()
         self.verdicts: NodeAnswers[NodeVerdict | None] = NodeAnswers()
-        self.scores: NodeAnswers[int] = NodeAnswers()
+        self.scores: NodeAnswers[tuple[int, bytes]] = NodeAnswers()
 
 
 def pod_id(pod: Mapping[str, Any]) -> str:
@@ -133,193 +132,6 @@ def _remember(
         memo.replies.put(policies, key, result)
 
 
-class _Parts:
-    """A NodeNames request split by what is already known of each node's part: `parts`
-    holds, in the order of `known` (the names the source holds), the remembered part or
-    None; `missing` the positions to evaluate. Written for speed: a request names hundreds
-    of nodes, and this runs for every pod."""
-
-    def __init__(self, names: list[str], stamps: list[object], table: Table[Any]) -> None:
-        self.unknown: dict[str, str] = {}
-        if None in stamps:
-            self.unknown = {
-                n: UNKNOWN_NODE for n, s in zip(names, stamps, strict=True) if s is None
-            }
-            pairs = [(n, s) for n, s in zip(names, stamps, strict=True) if s is not None]
-            names, stamps = [n for n, _ in pairs], [s for _, s in pairs]
-        self.known = names
-        self.stamps = stamps
-        found = list(map(table.get, map(id, stamps)))
-        self.missing: list[int] = []
-        if None in found:
-            self.missing = [i for i, part in enumerate(found) if part is None]
-            self.parts: list[Any] = [None if part is None else part[1] for part in found]
-        else:
-            self.parts = list(map(_second, found))  # type: ignore[arg-type]
-
-    def evaluate_missing(
-        self,
-        policies: PolicySet,
-        source: NodeSource,
-        args: wire.ExtenderArgs,
-        now: Timestamp,
-        prepared: Prepared,
-        *,
-        filters: bool,
-    ) -> Evaluation | None:
-        """The engine's answer for the nodes not found (None when all were)."""
-        if not self.missing:
-            return None
-        names = [self.known[i] for i in self.missing]
-        nodes = [source.get_node(name) for name in names]
-        if None in nodes:  # deleted meanwhile: the full path says so
-            raise _Changed
-        return evaluate(
-            policies,
-            args.pod,
-            nodes,  # type: ignore[arg-type]
-            source,
-            now,
-            filters=filters,
-            scores=not filters,
-            cache_nodes=True,
-            detail=False,
-            names=names,
-            prepared=prepared,
-        )
-
-
-_second = operator.itemgetter(1)
-
-
-class _Changed(Exception):
-    """A node went away between reading its stamp and its object."""
-
-
-def _parts(
-    answers: NodeAnswers[Any],
-    policies: PolicySet,
-    source: NodeSource | None,
-    args: wire.ExtenderArgs,
-    prepared: Prepared,
-    signature: Hashable | None,
-) -> tuple[_Parts, Table[Any]] | None:
-    """The request split into remembered and missing parts; None when parts cannot be
-    reused: Nodes mode, a source without stamps, rules the signature cannot describe, or
-    a pod whose own evaluation the deadline cut short."""
-    stamps = getattr(source, "node_stamps", None)
-    names = args.node_names
-    if names is None or not callable(stamps) or signature is None:
-        return None
-    if prepared.counters.timed_out:
-        return None
-    count = getattr(source, "node_count", None)
-    nodes = count() if callable(count) else len(names)
-    table = answers.table(policies, signature, nodes)
-    return _Parts(names, stamps(names), table), table
-
-
-def _counted(ev: Evaluation, sub: Evaluation | None, prepared: Prepared) -> None:
-    """The work counted for an evaluation made of remembered parts and `sub`."""
-    counters = prepared.counters
-    ev.evaluations = sub.evaluations if sub is not None else counters.evaluations
-    ev.errors = sub.errors if sub is not None else counters.errors
-    ev.timed_out = sub.timed_out if sub is not None else counters.timed_out
-
-
-def _has_error(verdict: NodeVerdict) -> bool:
-    return bool(verdict.skipped) or any(
-        r.error is not None for r in (*verdict.rejections, *verdict.audits)
-    )
-
-
-def _filter_by_node(
-    policies: PolicySet,
-    source: NodeSource | None,
-    args: wire.ExtenderArgs,
-    now: Timestamp,
-    memo: Memo | None,
-    prepared: Prepared,
-) -> tuple[Evaluation, dict[str, str]] | None:
-    """The filter evaluation from each node's remembered verdict (None: passed every
-    filter), evaluating only the nodes that changed; None when parts cannot be reused."""
-    if memo is None or source is None:
-        return None
-    split = _parts(memo.verdicts, policies, source, args, prepared, prepared.signature(True, False))
-    if split is None:
-        return None
-    parts, table = split
-    try:
-        sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=True)
-    except _Changed:
-        return None
-    found = parts.parts
-    if sub is not None:
-        keep = not sub.timed_out
-        for j, i in enumerate(parts.missing):
-            verdict = found[i] = sub.verdicts.get(j)
-            if keep and (verdict is None or not _has_error(verdict)):
-                stamp = parts.stamps[i]
-                table[id(stamp)] = (stamp, verdict)
-    verdicts = {i: v for i, v in enumerate(found) if v is not None}
-    ev = Evaluation(policies.version, prepared.matches, parts.known, verdicts)
-    _counted(ev, sub, prepared)
-    return ev, parts.unknown
-
-
-def _scores_by_node(
-    policies: PolicySet,
-    source: NodeSource | None,
-    args: wire.ExtenderArgs,
-    now: Timestamp,
-    memo: Memo | None,
-    prepared: Prepared,
-) -> tuple[Evaluation, bytes] | None:
-    """The prioritize evaluation and reply from each node's remembered final score (kept
-    with its piece of the reply), when a node's score is its own: every score rule that
-    applies is Clamp (MinMax depends on the other nodes of the request). None when parts
-    cannot be reused."""
-    if memo is None or source is None:
-        return None
-    if any(s.rule.normalize != "Clamp" for p in prepared.applied for s in p.scores):
-        return None
-    split = _parts(memo.scores, policies, source, args, prepared, prepared.signature(False, True))
-    if split is None:
-        return None
-    parts, table = split
-    try:
-        sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=False)
-    except _Changed:
-        return None
-    found: list[tuple[int, bytes]] = parts.parts
-    score_errors: dict[tuple[str, str], int] = {}
-    if sub is not None:
-        fresh = sub.final_scores()
-        # a score rule that failed counts as 0 in this request: not the node's own part
-        keep = not sub.timed_out and not sub.score_errors
-        score_errors = dict(sub.score_errors)
-        for i in parts.missing:
-            name = parts.known[i]
-            score = fresh.get(name, 0)
-            part = found[i] = (score, wire.priority_list([(name, score)])[1:-1])
-            if keep:
-                stamp = parts.stamps[i]
-                table[id(stamp)] = (stamp, part)
-    ev = Evaluation(
-        policies.version,
-        prepared.matches,
-        parts.known,
-        scores=[score for score, _ in found],
-        scored=list(range(len(parts.known))),
-        score_errors=score_errors,
-    )
-    _counted(ev, sub, prepared)
-    if parts.unknown:  # in the reply too, with 0: the names in the order asked
-        scores = ev.final_scores()
-        return ev, wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
-    return ev, b"[" + b",".join([piece for _, piece in found]) + b"]"
-
-
 def run_filter(
     policies: PolicySet,
     source: NodeSource | None,
@@ -339,9 +151,14 @@ def run_filter(
     key, known = _recall("filter", memo, policies, prepared, source, args)
     if known is not None:
         return known
-    by_node = _filter_by_node(policies, source, args, now, memo, prepared)
+    by_node = (
+        filter_by_node(memo.verdicts, policies, source, args, now, prepared)
+        if memo is not None
+        else None
+    )
     if by_node is not None:
-        ev, unknown = by_node
+        ev, unknown_names = by_node
+        unknown = dict.fromkeys(unknown_names, UNKNOWN_NODE)
         nodes: list[Mapping[str, Any]] = []
     else:
         nodes, names, unknown = _resolve(args, source)
@@ -399,7 +216,11 @@ def run_prioritize(
     key, known = _recall("prioritize", memo, policies, prepared, source, args)
     if known is not None:
         return known
-    by_node = _scores_by_node(policies, source, args, now, memo, prepared)
+    by_node = (
+        scores_by_node(memo.scores, policies, source, args, now, prepared)
+        if memo is not None
+        else None
+    )
     if by_node is not None:
         ev, body = by_node
     else:

@@ -70,6 +70,20 @@ def test_the_medians_take_every_round() -> None:
     assert "policyext, rules/: **50 pods/s**, the extender costs **50%**" in page
 
 
+def test_policyext_is_also_compared_with_the_go_extender_of_the_same_runs() -> None:
+    results = [
+        _run(STOCK, 5.0),
+        _run(throughput.GO, 10.0),
+        _run(throughput.HEADLINE, 20.0),
+    ]
+
+    page = render(results, SETTINGS, MACHINE)
+
+    assert f"{throughput.GO}: **100 pods/s**, the extender costs **50%**" in page
+    assert "costs **75%** of the scheduler's throughput (0.50x the Go extender's rate)" in page
+    assert page.count("the Go extender's rate") == 1  # not for the Go extender itself
+
+
 def test_the_cpu_time_of_a_process_group_includes_this_process() -> None:
     assert cpu_seconds(os.getpgrp()) > 0
 
