@@ -56,9 +56,10 @@ def test_every_rendered_object_matches_the_kubernetes_schema(chart: Chart, value
 EXTENDER_RULES = [
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
 ]
+# only with extender.bind (the extender CI values)
+BINDING_RULE = {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}
 
 
 def _configmap_rule(name: str) -> list[dict[str, Any]]:
@@ -118,7 +119,9 @@ def test_rbac_grants_exactly_the_extenders_rights_and_a_second_schedulers(
 ) -> None:
     rendered = chart.render([_ci(stem)])
 
-    assert rendered.get("ClusterRole", FULLNAME)["rules"] == EXTENDER_RULES
+    expected = [*EXTENDER_RULES[:2], BINDING_RULE, *EXTENDER_RULES[2:]]
+    rules = expected if stem == "extender" else EXTENDER_RULES
+    assert rendered.get("ClusterRole", FULLNAME)["rules"] == rules
     assert _bindings(rendered) == bindings
     roles = {r["metadata"]["name"]: r["rules"] for r in rendered.all("Role")}
     if configmap:
@@ -261,7 +264,7 @@ def _config_flags(values: dict[str, Any], url: str) -> argparse.Namespace:
         url_prefix=ext.get("urlPrefix", ""),
         weight=ext.get("weight", 1),
         timeout=ext.get("httpTimeout", "5s"),
-        bind=ext.get("bind", True),
+        bind=ext.get("bind", False),
         no_preempt=not ext.get("preempt", True),
         ignorable=ext.get("ignorable", False),
         ca_file=f"{directory}/ca.crt" if tls.get("enabled") else None,

@@ -96,6 +96,8 @@ class Installed:
 def _values(watched: bool, policies: dict[str, str]) -> dict[str, Any]:
     return {
         "scheduler": {"name": SCHEDULER_NAME, "leaderElection": {"enabled": True}},
+        # policyext binds: the chart's RBAC must let its ServiceAccount do it
+        "extender": {"bind": True},
         "policies": {"inline": policies, "mount": not watched, "watch": watched},
         "networkPolicy": {"enabled": True},
         "dashboard": {"enabled": True},
