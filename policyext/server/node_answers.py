@@ -131,27 +131,35 @@ class _Changed(Exception):
     """A node went away between reading its stamp and its object."""
 
 
-def _parts(
+def _split(
     answers: NodeAnswers[Any],
     policies: PolicySet,
     source: NodeSource | None,
     args: wire.ExtenderArgs,
+    now: Timestamp,
     prepared: Prepared,
-    signature: Hashable | None,
-) -> tuple[_Parts, Table[Any]] | None:
-    """The request split into remembered and missing parts; None when parts cannot be
-    reused: Nodes mode, a source without stamps, rules the signature cannot describe, or
-    a pod whose own evaluation the deadline cut short."""
+    *,
+    filters: bool,
+) -> tuple[_Parts, Table[Any], Evaluation | None] | None:
+    """The request split into remembered and missing parts, and the engine's answer for the
+    missing ones (None when none are). None when parts cannot be reused: Nodes mode, a
+    source without stamps, rules the signature cannot describe, a pod whose own evaluation
+    the deadline cut short, or a node that went away meanwhile."""
     stamps = getattr(source, "node_stamps", None)
     names = args.node_names
-    if names is None or not callable(stamps) or signature is None:
+    signature = prepared.signature(filters, not filters)
+    if source is None or names is None or not callable(stamps) or signature is None:
         return None
     if prepared.counters.timed_out:
         return None
     count = getattr(source, "node_count", None)
-    nodes = count() if callable(count) else len(names)
-    table = answers.table(policies, signature, nodes)
-    return _Parts(names, stamps(names), table), table
+    table = answers.table(policies, signature, count() if callable(count) else len(names))
+    parts = _Parts(names, stamps(names), table)
+    try:
+        sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=filters)
+    except _Changed:
+        return None
+    return parts, table, sub
 
 
 def _counted(ev: Evaluation, sub: Evaluation | None, prepared: Prepared) -> None:
@@ -179,16 +187,10 @@ def filter_by_node(
     """The filter evaluation from each node's remembered verdict (None: passed every
     filter), evaluating only the nodes that changed, and the names the source does not
     hold; None when parts cannot be reused."""
-    if source is None:
-        return None
-    split = _parts(answers, policies, source, args, prepared, prepared.signature(True, False))
+    split = _split(answers, policies, source, args, now, prepared, filters=True)
     if split is None:
         return None
-    parts, table = split
-    try:
-        sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=True)
-    except _Changed:
-        return None
+    parts, table, sub = split
     found = parts.parts
     if sub is not None:
         keep = not sub.timed_out
@@ -215,18 +217,12 @@ def scores_by_node(
     with its piece of the reply), when a node's score is its own: every score rule that
     applies is Clamp (MinMax depends on the other nodes of the request). None when parts
     cannot be reused."""
-    if source is None:
-        return None
     if any(s.rule.normalize != "Clamp" for p in prepared.applied for s in p.scores):
         return None
-    split = _parts(answers, policies, source, args, prepared, prepared.signature(False, True))
+    split = _split(answers, policies, source, args, now, prepared, filters=False)
     if split is None:
         return None
-    parts, table = split
-    try:
-        sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=False)
-    except _Changed:
-        return None
+    parts, table, sub = split
     found: list[tuple[int, bytes]] = parts.parts
     score_errors: dict[tuple[str, str], int] = {}
     if sub is not None:
