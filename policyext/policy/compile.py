@@ -128,7 +128,7 @@ def _programs(policy: CompiledPolicy) -> list[cel.Program]:
     for expr in expressions:
         out.append(expr.program)
         if expr.plan is not None:
-            out.extend((*expr.plan.parts, expr.plan.residual))
+            out.extend((*expr.plan.parts, *expr.plan.key_parts, expr.plan.residual))
     return out
 
 
@@ -452,8 +452,12 @@ class _PolicyCompiler:
                 return True
             return read.startswith("variables.") and read[10:] in pod_only_variables
 
+        # the variables that read the node, with plans whose results may be cached
+        variable_plans = {
+            v.name: c.plan for v, c in variables if c.plan is not None and c.plan.cacheable
+        }
         try:
-            plan = make_plan(expr, program, RULE_VARIABLES, known, self.limits)
+            plan = make_plan(expr, program, RULE_VARIABLES, known, self.limits, variable_plans)
         except cel.CELError:  # the whole expression compiled: a part always does too
             plan = None
         return CompiledExpression(expr, program, False, plan)

@@ -94,8 +94,9 @@ class Prepared:
         """Everything of the pod (and of the time) that the rules' results can depend on,
         when each rule's per-node results are a function of these values and of the node's
         version alone (see plan.py); None otherwise (a rule reads the node and the pod
-        together, a variable, or writes a message per node). Two pods with equal signatures
-        get the same answer for the same nodes in the same versions."""
+        together beyond what its plan can key, or writes a message that reads the node).
+        Two pods with equal signatures get the same answer for the same nodes in the same
+        versions."""
         wanted = (filters, scores)
         if wanted not in self._signatures:
             self._signatures[wanted] = self._signature(filters, scores)
@@ -109,7 +110,10 @@ class Prepared:
             if filters:
                 for rule in policy.filters:
                     if rule.message is not None:
-                        return None
+                        # a message that reads only the pod is the same on every node
+                        if not rule.message.pod_only:
+                            return None
+                        exprs.append(rule.message)
                     exprs.append(rule.compiled)
             if scores:
                 exprs.extend(rule.compiled for rule in policy.scores)
@@ -117,6 +121,8 @@ class Prepared:
                 if expr.pod_only:
                     value = request.pod_value(policy.name, expr)
                     if isinstance(value, Failure):  # an error: it need not be hashable
+                        if any(expr is rule.message for rule in policy.filters):
+                            return None  # counted as an error on each node it is written
                         values.append((Failure, value.error.message))
                     else:
                         values.append((type(value), value))

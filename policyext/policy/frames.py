@@ -191,7 +191,7 @@ class Request:
         params = self.params.get(id(plan), MISS)
         if params is MISS:
             frame = self.shared[policy].frame
-            values = [self.counters.attempt(part, frame) for part in plan.parts]
+            values = [self.counters.attempt(part, frame) for part in (*plan.parts, *plan.key_parts)]
             params = self.params[id(plan)] = tuple(
                 v.error if isinstance(v, Failure) else v for v in values
             )
@@ -241,8 +241,8 @@ class NodeFrame:
         frame = self.frame_for(policy)
         if plan is None or not isinstance(params, tuple):
             return self.request.counters.attempt(expr.program, frame)
-        if params:
-            frame.update(zip(plan.placeholders, params, strict=True))
+        if plan.parts:  # the key parts that follow are not the residual's to read
+            frame.update(zip(plan.placeholders, params[: len(plan.parts)], strict=True))
         return self.request.counters.attempt(plan.residual, frame)
 
 

@@ -80,12 +80,16 @@ class ResultCache:
 @dataclass(frozen=True)
 class Plan:
     """`parts` are evaluated once per request; `residual` per node, reading the parts'
-    values as `@p0`, `@p1`...; `cacheable`: the residual's per-node results may be cached."""
+    values as `@p0`, `@p1`...; `cacheable`: the residual's per-node results may be cached.
+    `key_parts` are the pod-side parts of the variables the residual reads: evaluated once
+    per request too, they are not read by the residual but key its cached results, since
+    the variables' values depend on them."""
 
     parts: tuple[cel.Program, ...]
     residual: cel.Program
     cacheable: bool
     reads_node_info: bool
+    key_parts: tuple[cel.Program, ...] = ()
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
     placeholders: tuple[str, ...] = field(init=False, compare=False)
 
@@ -100,16 +104,25 @@ def make_plan(
     declarations: Mapping[str, str],
     known: Callable[[str], bool],
     limits: cel.Limits | None,
+    variable_plans: Mapping[str, Plan] | None = None,
 ) -> Plan | None:
     """The plan of an expression that reads the node; None when it only reads the pod (the
-    caller evaluates it once per request) or when nothing would be gained."""
+    caller evaluates it once per request) or when nothing would be gained.
+
+    `variable_plans` are the cacheable plans of the policy's variables that read the node:
+    a residual that reads them is cacheable too, keyed also by their pod-side parts (a
+    variable such as `ownNode`, which compares the pod's namespace with a node label, is
+    then a function of the namespace and the node's version)."""
+    variables = variable_plans or {}
     tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
     pieces = split(tree, known)
     if pieces is None:
         whole = reads(tree)
-        if not whole <= NODE_INPUTS:
-            return None  # reads variables or other node-dependent inputs: no cache
-        return Plan((), program, True, "nodeInfo" in whole)
+        through = _through_variables(whole - NODE_INPUTS, variables)
+        if through is None:
+            return None  # reads other node-dependent inputs: no cache
+        key_parts, info = through
+        return Plan((), program, True, "nodeInfo" in whole or info, key_parts)
     parts = tuple(
         cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
     )
@@ -117,5 +130,32 @@ def make_plan(
     residual_declarations.update(dict.fromkeys(pieces.placeholders, "dyn"))
     residual = cel.compile_tree(pieces.residual, expr.source, residual_declarations, limits=limits)
     residual_reads = reads(pieces.residual)
-    cacheable = residual_reads <= NODE_INPUTS | set(pieces.placeholders)
-    return Plan(parts, residual, cacheable, "nodeInfo" in residual_reads)
+    through = _through_variables(residual_reads - NODE_INPUTS - set(pieces.placeholders), variables)
+    # results keyed by the time of the request would never be asked for again
+    timed = any("now" in reads(part) for part in pieces.parts)
+    if through is None or timed:
+        return Plan(parts, residual, False, "nodeInfo" in residual_reads)
+    key_parts, info = through
+    return Plan(parts, residual, True, "nodeInfo" in residual_reads or info, key_parts)
+
+
+def _through_variables(
+    other_reads: set[str], variables: Mapping[str, Plan]
+) -> tuple[tuple[cel.Program, ...], bool] | None:
+    """When every read but the node's is of a variable with a cacheable plan: the pod-side
+    parts those variables depend on (each once) and whether any reads `nodeInfo`; None
+    otherwise."""
+    key_parts: dict[int, cel.Program] = {}
+    info = False
+    for read in sorted(other_reads):
+        plan = (
+            variables.get(read.removeprefix("variables."))
+            if read.startswith("variables.")
+            else None
+        )
+        if plan is None or not plan.cacheable:
+            return None
+        for part in (*plan.parts, *plan.key_parts):
+            key_parts.setdefault(id(part), part)
+        info = info or plan.reads_node_info
+    return tuple(key_parts.values()), info

@@ -315,6 +315,51 @@ def test_a_node_result_is_cached_per_pod_side_value_and_node_version() -> None:
     assert len(relaxed.feasible()) == 3  # type: ignore[attr-defined]
 
 
+SIZE_FOR_NAMESPACE = filter_policy(
+    "{name: sized, expression: 'variables.fits'}",
+    extra="""
+variables:
+- {name: wanted, expression: "pod.metadata.namespace == 'big' ? 'l' : 'm'"}
+- {name: size, expression: "node.metadata.labels.?size.orValue('')"}
+- {name: fits, expression: "variables.size == variables.wanted"}
+""",
+)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "feasible"), [("big", ["large"]), ("small", ["medium"])], ids=["big", "small"]
+)
+def test_a_rule_reading_a_variable_of_pod_and_node_is_cached_by_what_the_variable_reads(
+    namespace: str, feasible: list[str]
+) -> None:
+    policy_set = policies(SIZE_FOR_NAMESPACE)
+    source = snapshot_of(NODES)
+    first = cached_run(policy_set, pod(namespace=namespace), source)
+    again = cached_run(policy_set, pod("other", namespace=namespace), source)
+    other = cached_run(policy_set, pod(namespace="elsewhere"), source)
+    assert [v.name for v in first.feasible()] == feasible  # type: ignore[attr-defined]
+    assert [v.name for v in again.feasible()] == feasible  # type: ignore[attr-defined]
+    # the pod side once per request (`wanted`); the nodes only the first time
+    assert again.evaluations < first.evaluations  # type: ignore[attr-defined]
+    assert [v.name for v in other.feasible()] == ["medium"]  # type: ignore[attr-defined]
+
+
+def test_a_rule_reading_the_time_with_the_node_is_evaluated_on_every_node_each_time() -> None:
+    """Results keyed by the request's time would never be asked for again: not kept."""
+    text = filter_policy(
+        '{name: before, expression: "now < timestamp(node.metadata.labels.?until.orValue('
+        "'2100-01-01T00:00:00Z'))\"}"
+    )
+    policy_set = policies(text)
+    source = snapshot_of(NODES)
+    first = cached_run(policy_set, pod(), source)
+    again = cached_run(policy_set, pod(), source)
+    assert first.evaluations == again.evaluations == 1 + 3  # type: ignore[attr-defined]
+    rule = policy_set.policies[0].filters[0].compiled
+    assert rule.plan is not None and not rule.plan.cacheable
+    assert not rule.plan.cache.by_params
+
+
 def test_a_node_with_a_new_resource_version_is_evaluated_again() -> None:
     policy_set = policies(MIXED)
     critical = pod(labels={"critical": "true"})

@@ -164,15 +164,13 @@ PER_NODE_MESSAGE = policy(
         messageExpression: "'no spot for ' + pod.metadata.name"
     """,
 )
-NODE_VARIABLE = policy(
-    "variable",
+NODE_MESSAGE = policy(
+    "node-message",
     """
-    variables:
-      - name: lifecycle
-        expression: "node.metadata.labels.?lifecycle.orValue('')"
     filters:
       - name: not-spot
-        expression: "variables.lifecycle != 'spot'"
+        expression: "node.metadata.labels.?lifecycle.orValue('') != 'spot'"
+        messageExpression: "'spot node ' + node.metadata.name"
     """,
 )
 
@@ -181,12 +179,12 @@ NODE_VARIABLE = policy(
     ("text", "source_of"),
     [
         (PER_NODE_MESSAGE, MovingSource),
-        (NODE_VARIABLE, MovingSource),
+        (NODE_MESSAGE, MovingSource),
         (SPOT_AND_CPU, UntoldSource),
     ],
     ids=[
-        "a message written per pod and node",
-        "a variable that reads the node",
+        "a message written per pod",
+        "a message written per node",
         "a source without a generation",
     ],
 )
@@ -201,6 +199,40 @@ def test_replies_are_not_remembered_when_they_may_depend_on_more_than_the_signat
     assert again.body is not first.body
     if text is PER_NODE_MESSAGE:
         assert b"no spot for web-2" in again.body
+
+
+TEAM_NODES = policy(
+    "team",
+    """
+    variables:
+      - name: namespace
+        expression: "pod.metadata.?namespace.orValue('default')"
+      - name: team
+        expression: "node.metadata.labels.?team.orValue('')"
+      - name: ownNode
+        expression: "variables.team != '' && variables.namespace.startsWith(variables.team)"
+    filters:
+      - name: own-team-only
+        expression: "variables.team == '' || variables.ownNode"
+        messageExpression: "'not a node of the team of ' + variables.namespace"
+    """,
+)
+TEAM_NODE_LIST = [node("a", {"team": "shop"}), node("b", {"team": "ads"}), node("c", {})]
+
+
+def test_a_variable_that_compares_the_pod_with_the_node_is_remembered_by_what_it_reads() -> None:
+    policy_set, memo = policies(TEAM_NODES), verbs.Memo()
+    source = MovingSource(TEAM_NODE_LIST)
+    first = _filter(policy_set, source, memo, pod("web-1", namespace="shop"))
+    replica = _filter(policy_set, source, memo, pod("web-2", namespace="shop"))
+    assert replica.body is first.body  # the same namespace: the same answer, remembered
+    other = pod("ad-1", namespace="ads-prod")
+    answer = _filter(policy_set, source, memo, other)
+    fresh = verbs.run_filter(
+        policy_set, source, wire.ExtenderArgs(other, None, list(NAMES)), NOW, None
+    )
+    assert answer.body == fresh.body != first.body
+    assert wire.decode(answer.body)["NodeNames"] == ["b", "c"]
 
 
 @pytest.mark.parametrize(
