@@ -6,13 +6,13 @@ where a skip would hide a gap.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.chart.chart import Chart
 from tests.chart.helmbin import HelmUnavailable, ensure_helm
+from tests.unavailable import skip_or_fail
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +20,7 @@ def helm() -> Path:
     try:
         return ensure_helm()
     except HelmUnavailable as reason:
-        if os.environ.get("POLICYEXT_REQUIRE_ALL") == "1":
-            pytest.fail(f"{reason} (POLICYEXT_REQUIRE_ALL=1 forbids skipping)")
-        pytest.skip(str(reason))
+        skip_or_fail(str(reason))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ tests skip, unless POLICYEXT_REQUIRE_ALL=1 (as in CI), where a skip would hide a
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.e2e.binaries import (
 from tests.e2e.binaries import log as binaries_log
 from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient
 from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
+from tests.unavailable import skip_or_fail
 
 DEFAULT_SCHEDULER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -44,10 +44,7 @@ def e2e_binaries(request: pytest.FixtureRequest) -> Binaries:
     if _cached():
         return ensure_binaries()
     if go_available() is None:
-        reason = "the e2e tests build Kubernetes from source and need `go` on PATH"
-        if os.environ.get("POLICYEXT_REQUIRE_ALL") == "1":
-            pytest.fail(f"{reason} (POLICYEXT_REQUIRE_ALL=1 forbids skipping)")
-        pytest.skip(reason)
+        skip_or_fail("the e2e tests build Kubernetes from source and need `go` on PATH")
     # The first build takes many minutes: show its progress instead of a silent terminal.
     handler = _TerminalHandler(request.config)
     binaries_log.addHandler(handler)

@@ -11,7 +11,6 @@ policy directory the kubelet would mount, and the API server's address.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from tests.e2e.extender import (
     http_get,
     spot_and_on_demand,
 )
+from tests.unavailable import skip_or_fail
 
 pytestmark = pytest.mark.e2e
 
@@ -53,9 +53,7 @@ def _helm() -> Path:
     try:
         return ensure_helm()
     except HelmUnavailable as reason:
-        if os.environ.get("POLICYEXT_REQUIRE_ALL") == "1":
-            pytest.fail(f"{reason} (POLICYEXT_REQUIRE_ALL=1 forbids skipping)")
-        pytest.skip(str(reason))
+        skip_or_fail(str(reason))
 
 
 def _serve_flags() -> str:
