@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 from flask import Flask, Response, request
+from gunicorn.http import errors as http_errors
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from policyext.cel import Timestamp
@@ -87,7 +88,10 @@ def create_app(
         chunks: list[bytes] = []
         size = 0
         while size <= options.max_body:  # a stream read may return less than asked
-            chunk = request.stream.read(options.max_body + 1 - size)
+            try:
+                chunk = request.stream.read(options.max_body + 1 - size)
+            except (http_errors.ParseException, http_errors.NoMoreData) as e:
+                raise wire.WireError(chunked_framing_error(e)) from None
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
@@ -204,6 +208,37 @@ def create_app(
 
 class _Unsupported(Exception):
     pass
+
+
+def chunked_framing_error(e: Exception) -> str:
+    """What is wrong with a chunked body gunicorn could not read, in the client's terms
+    (gunicorn closes the connection after it: where the next request starts is unknown)."""
+    if isinstance(e, http_errors.InvalidChunkSize):
+        what = f"invalid chunk size {_shown(e.data)}"
+    elif isinstance(e, http_errors.ChunkMissingTerminator):
+        what = (
+            f"chunk data not followed by CRLF (found {_shown(e.term)})"
+            if e.term
+            else "the body ended before its last chunk and its CRLF"
+        )
+    elif isinstance(e, http_errors.InvalidChunkExtension):
+        what = f"invalid chunk extension ({e.reason})"
+    elif isinstance(e, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
+        what = f"invalid trailer ({e})"
+    elif isinstance(e, http_errors.LimitRequestHeaders):
+        what = f"trailer section too large ({e})"
+    elif isinstance(e, http_errors.NoMoreData):
+        what = "the body ended before its last chunk"
+    else:
+        what = str(e)
+    return f"the chunked body is malformed: {what}"
+
+
+def _shown(data: object) -> str:
+    """Bytes from the wire as the client can read them: printable ASCII, escapes for
+    the rest, at most 40 bytes."""
+    raw = data if isinstance(data, bytes) else str(data).encode()
+    return repr(raw[:40].decode("latin-1"))
 
 
 def _verb() -> str:
