@@ -156,6 +156,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="evaluation time per request; what is left then fails as its failurePolicy says",
     )
+    _env_flag(
+        serve,
+        "--read-timeout",
+        "10",
+        metavar="SECONDS",
+        help="time for a request to arrive whole from its first byte; a slower client gets 408",
+    )
     serve.set_defaults(run=cmd_serve)
 
     config = commands.add_parser(
@@ -274,6 +281,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls_client_ca=args.tls_client_ca or None,
         max_body=_positive(args.max_body, "--max-body"),
         request_deadline=_seconds(args.request_deadline, "--request-deadline"),
+        read_timeout=_seconds(args.read_timeout, "--read-timeout"),
     )
     if not settings.rules_configmap:
         try:

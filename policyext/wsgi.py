@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
@@ -38,7 +37,7 @@ from policyext.server.app import (
 )
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
-from policyext.server.worker import LingeringThreadWorker
+from policyext.server.worker import READ_TIMEOUT, FramingThreadWorker, json_refusal
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
@@ -62,6 +61,7 @@ class Settings:
     tls_client_ca: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    read_timeout: float = READ_TIMEOUT
 
 
 def configure_logging(level: str) -> None:
@@ -161,11 +161,11 @@ _REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
 )
 
 
-class JsonErrorWorker(LingeringThreadWorker):
-    """gunicorn's gthread worker (with server/worker.py's shortcut between the calls of a
-    kept-alive connection), whose refusals of malformed HTTP (a request line or
-    headers over the limits, a bad header) are JSON errors like the application's, not
-    gunicorn's HTML page."""
+class JsonErrorWorker(FramingThreadWorker):
+    """gunicorn's gthread worker, reading requests whole in its event loop
+    (server/worker.py), whose refusals of malformed HTTP (a request line or headers over
+    the limits, a bad header) are JSON errors like the application's, not gunicorn's HTML
+    page."""
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
@@ -174,13 +174,8 @@ class JsonErrorWorker(LingeringThreadWorker):
             return
         _, status, reason = refused
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
-        body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
         try:
-            write_nonblock(client, head.encode("latin-1") + body)
+            write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
         except OSError:
             self.log.debug("Failed to send error message.")
 
@@ -197,7 +192,12 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": JsonErrorWorker,  # gthread: see server/worker.py
+            # gthread reading requests whole before a thread sees them: server/worker.py
+            "worker_class": type(
+                "PolicyextWorker",
+                (JsonErrorWorker,),
+                {"read_timeout": s.read_timeout, "max_body": s.max_body},
+            ),
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
