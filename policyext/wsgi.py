@@ -77,7 +77,10 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger("policyext")
     if not root.handlers:
         err = logging.StreamHandler(sys.stderr)
-        err.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # the pid, as gunicorn's own lines show it: each worker loads and reloads on its own
+        err.setFormatter(
+            logging.Formatter("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+        )
         root.addHandler(err)
     root.setLevel(numeric)
 
