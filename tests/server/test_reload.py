@@ -21,7 +21,9 @@ from tests.server.metrics_scrape import Scrape
 REQUEST = Path(__file__).resolve().parents[2] / "examples" / "filter-request.json"
 NOT_DEDICATED = rejecting("a", "dedicated")  # refuses payments-b
 NO_GPU = rejecting("b", "nvidia.com/gpu.present")  # refuses gpu-a
-RELOAD_DEADLINE = 2.0
+# a limit on a bug (a reload that never comes), not a promise of speed: a change is served
+# about a second after it (one poll), which bench/load.py --reload measures under load
+WAIT_LIMIT = 60.0
 
 
 def rejected(server: ExtenderServer) -> set[str]:
@@ -54,18 +56,17 @@ class WorkerLog:
         return {m.group(1): m.group(2) for m in re.finditer(pattern, text)}
 
 
-def until(condition: Callable[[], bool], timeout: float = RELOAD_DEADLINE) -> float:
-    """Seconds until `condition` held; fails the test after `timeout`."""
+def until(condition: Callable[[], bool], timeout: float = WAIT_LIMIT) -> None:
+    """Wait for `condition`; fail the test if it never holds."""
     started = time.monotonic()
     while not condition():
         if time.monotonic() - started > timeout:
-            pytest.fail(f"not within {timeout} s")
+            pytest.fail(f"still not so after {timeout} s")
         time.sleep(0.05)
-    return time.monotonic() - started
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
-def test_a_projected_configmap_update_is_served_within_two_seconds_and_a_bad_one_never(
+def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_never(
     serve: ServerFactory, tmp_path: Path, workers: int
 ) -> None:
     rules = project(tmp_path / "rules", {"policy.yaml": NOT_DEDICATED})
