@@ -27,7 +27,7 @@ from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import (
     DEFAULT_MAX_BODY,
     DEFAULT_REQUEST_DEADLINE,
@@ -91,7 +91,7 @@ def build_app(settings: Settings) -> Flask:
     store = PolicyStore()
     metrics = Metrics()
     store.subscribe(lambda status: _reloaded(metrics, status))
-    source: NodeSource | None = None
+    source: LiveNodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))

@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTo
 
 from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.hotpath import HotVerbs
 from policyext.server.metrics import Metrics
@@ -60,7 +60,7 @@ def _error(status: int, message: str) -> Response:
 
 def create_app(
     store: PolicyStore,
-    source: NodeSource | None = None,
+    source: LiveNodeSource | None = None,
     binder: Binder | None = None,
     metrics: Metrics | None = None,
     options: Options | None = None,
@@ -68,6 +68,9 @@ def create_app(
 ) -> Flask:
     """The application. `source` resolves NodeNames and knows the pods; `binder` creates
     Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
+    if source is not None and not isinstance(source, LiveNodeSource):
+        # checked once here: the verbs, the memo and /readyz then use it without probing
+        raise TypeError(f"{type(source).__name__} is not a LiveNodeSource")
     options = options or Options()
     metrics = metrics or Metrics()
     app = Flask("policyext")
@@ -251,15 +254,13 @@ def _verb() -> str:
     return "unknown"
 
 
-def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dict[str, Any]]:
+def _readiness(store: PolicyStore, source: LiveNodeSource | None) -> tuple[bool, dict[str, Any]]:
     checks: dict[str, Any] = {"policies": "loaded" if store.loaded else "not loaded"}
     ready = store.loaded
     if source is not None:
-        ready_fn = getattr(source, "ready", None)
-        synced = bool(ready_fn()) if callable(ready_fn) else True
+        synced = source.ready()
         checks["nodeSource"] = "synced" if synced else "not synced"
-        problem = getattr(source, "sync_problem", None)
-        if not synced and callable(problem) and (why := problem()):
+        if not synced and (why := source.sync_problem()):
             checks["nodeSourceError"] = why
         ready = ready and synced
     status = store.status
