@@ -225,7 +225,8 @@ def chunked_framing_error(e: Exception) -> str:
             else "the body ended before its last chunk and its CRLF"
         )
     elif isinstance(e, http_errors.InvalidChunkExtension):
-        what = f"invalid chunk extension ({e.reason})"
+        reason = str(e.reason)
+        what = "invalid chunk extension" + ("" if "chunk extension" in reason else f" ({reason})")
     elif isinstance(e, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
         what = f"invalid trailer ({e})"
     elif isinstance(e, http_errors.LimitRequestHeaders):
