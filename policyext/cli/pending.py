@@ -9,7 +9,7 @@ import time
 
 from policyext.cel import CELError, Timestamp
 from policyext.cel.timeutil import parse_timestamp
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail, split_paths
 from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
 from policyext.cli.output import emit
 from policyext.cli.tables import whatif_table
@@ -21,7 +21,11 @@ from policyext.policy.whatif import compare, is_pending, whatif_to_dict
 def add_flags(parser: argparse.ArgumentParser) -> None:
     current = parser.add_mutually_exclusive_group()
     current.add_argument(
-        "--current", action="append", metavar="PATH", help="with --pending: the rules in use"
+        "--current",
+        action="extend",
+        type=split_paths,
+        metavar="PATH",
+        help="with --pending: the rules in use (repeat it or separate paths with commas)",
     )
     current.add_argument(
         "--current-configmap",

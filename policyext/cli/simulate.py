@@ -9,7 +9,15 @@ import sys
 from policyext.cel import CELError
 from policyext.cel.timeutil import parse_timestamp
 from policyext.cli import pending
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, fail, usage
+from policyext.cli.flags import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Commands,
+    add_output,
+    add_paths,
+    fail,
+    usage,
+)
 from policyext.cli.inputs import load_nodes, load_rules, read_pod
 from policyext.cli.output import emit
 from policyext.cli.tables import evaluation_table
@@ -24,11 +32,10 @@ def register(commands: Commands) -> None:
         help="rank nodes for a pod under the policies, with every reason shown; or compare "
         "two rule sets for every pending pod",
     )
-    parser.add_argument(
+    add_paths(
+        parser,
         "--rules",
-        required=True,
-        action="append",
-        metavar="PATH",
+        dest="rules",
         help="policy files or folders (with --pending: the candidate rules)",
     )
     pods = parser.add_mutually_exclusive_group(required=True)
@@ -56,6 +63,8 @@ def register(commands: Commands) -> None:
 
 def _wrong_combination(args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of flags argparse cannot express, if anything."""
+    if not args.rules:
+        return "give the policies: PATH... or --rules PATH"
     if (args.kubeconfig or args.context) and not args.cluster:
         return "--kubeconfig and --context go with --cluster"
     if args.pending:

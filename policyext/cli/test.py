@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_paths, usage
 from policyext.cli.output import print_issues
 from policyext.cli.tables import test_report
 from policyext.cluster.snapshot import SnapshotSource
@@ -14,11 +14,13 @@ from policyext.policy.testing import find_tests, run_test
 
 def register(commands: Commands) -> None:
     parser = commands.add_parser("test", help="run PolicyTest files")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="test files or folders")
+    add_paths(parser, None, help="test files or folders (comma-separated or not)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.paths:
+        return usage("give the PolicyTest files or folders: PATH...")
     tests, issues = find_tests(args.paths)
     print_issues(issues)
     results = [run_test(doc, SnapshotSource.from_file) for doc in tests]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_paths, usage
 from policyext.cli.output import plural, print_issues
 from policyext.policy.compile import load_policy_set
 from policyext.policy.model import PolicyError
@@ -14,11 +14,13 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "validate", help="check policy files; print every problem as file:line:col"
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="policy files or folders")
+    add_paths(parser, "--rules", help="policy files or folders")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.paths:
+        return usage("give the policy files or folders: PATH... or --rules PATH")
     try:
         policy_set = load_policy_set(args.paths)
     except PolicyError as e:
