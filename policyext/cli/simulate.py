@@ -18,7 +18,7 @@ from policyext.cli.flags import (
     fail,
     usage,
 )
-from policyext.cli.inputs import load_nodes, load_rules, read_pod
+from policyext.cli.inputs import load_nodes, load_rules, read_pods
 from policyext.cli.output import emit
 from policyext.cli.tables import evaluation_table
 from policyext.cluster.snapshot import SnapshotError
@@ -39,7 +39,12 @@ def register(commands: Commands) -> None:
         help="policy files or folders (with --pending: the candidate rules)",
     )
     pods = parser.add_mutually_exclusive_group(required=True)
-    pods.add_argument("--pod", metavar="FILE", help="a Pod (YAML or JSON)")
+    pods.add_argument(
+        "--pod",
+        metavar="FILE",
+        help="a Pod, a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob (its "
+        "pod template), or a List of them: each is simulated (YAML or JSON)",
+    )
     pods.add_argument(
         "--pending",
         action="store_true",
@@ -50,6 +55,11 @@ def register(commands: Commands) -> None:
     nodes.add_argument("--nodes", metavar="FILE", help="Nodes only (no pod information)")
     nodes.add_argument(
         "--cluster", action="store_true", help="list the live Nodes and Pods once (kubeconfig)"
+    )
+    parser.add_argument(
+        "--no-pods",
+        action="store_true",
+        help="with --snapshot: the snapshot has no Pods on purpose (otherwise an error)",
     )
     parser.add_argument(
         "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
@@ -67,6 +77,8 @@ def _wrong_combination(args: argparse.Namespace) -> str | None:
         return "give the policies: PATH... or --rules PATH"
     if (args.kubeconfig or args.context) and not args.cluster:
         return "--kubeconfig and --context go with --cluster"
+    if args.no_pods and not args.snapshot:
+        return "--no-pods goes with --snapshot"
     if args.pending:
         return pending.wrong_combination(args)
     if args.current or args.current_configmap or args.scheduler_name:
@@ -84,16 +96,29 @@ def run(args: argparse.Namespace) -> int:
     if args.pending:
         return pending.run(args, policy_set)
     try:
-        pod = read_pod(args.pod)
+        pods = read_pods(args.pod)
         now = parse_timestamp(args.now) if args.now else None
         nodes, source = load_nodes(args)
     except (SnapshotError, CELError) as e:
         return fail(str(e))
-    evaluation = evaluate(policy_set, pod, nodes, source, now)
-    emit(
-        args.output,
-        lambda: evaluation_to_dict(evaluation),
-        lambda: evaluation_table(evaluation),
-        sys.stdout,
-    )
+    results = [(p, evaluate(policy_set, p.pod, nodes, source, now)) for p in pods]
+    if len(results) == 1:  # one pod: its result alone, as it always was
+        [(_, evaluation)] = results
+        emit(
+            args.output,
+            lambda: evaluation_to_dict(evaluation),
+            lambda: evaluation_table(evaluation),
+            sys.stdout,
+        )
+    else:  # each pod of a List: its name and where it came from, then its result
+        emit(
+            args.output,
+            lambda: [
+                {"pod": p.name, "from": p.origin, **evaluation_to_dict(e)} for p, e in results
+            ],
+            lambda: "\n".join(
+                f"== pod {p.name} (from {p.origin})\n{evaluation_table(e)}" for p, e in results
+            ),
+            sys.stdout,
+        )
     return EXIT_OK

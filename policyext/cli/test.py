@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_paths, usage
-from policyext.cli.output import print_issues
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_paths, fail, usage
+from policyext.cli.output import plural, print_issues
 from policyext.cli.tables import test_report
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.loader import discover
 from policyext.policy.testing import find_tests, run_test
 
 
@@ -23,6 +24,13 @@ def run(args: argparse.Namespace) -> int:
         return usage("give the PolicyTest files or folders: PATH...")
     tests, issues = find_tests(args.paths)
     print_issues(issues)
+    if not tests and not issues:
+        files, _ = discover(args.paths)
+        # a green CI run on a wrong path would test nothing
+        return fail(
+            f"no PolicyTest found: looked in {', '.join(args.paths)} "
+            f"({plural(len(files), 'YAML or JSON file')} read, none of kind PolicyTest)"
+        )
     results = [run_test(doc, SnapshotSource.from_file) for doc in tests]
     report, passed, failed = test_report(results)
     sys.stdout.write(report)

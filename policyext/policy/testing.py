@@ -17,10 +17,11 @@ from policyext.cel import CELError
 from policyext.cel.timeutil import parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import Evaluation, evaluate
-from policyext.policy.loader import Document, discover, load_yaml, read_documents
+from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
 from policyext.policy.resources import NodeSource
 from policyext.policy.schema import validate
+from policyext.policy.workloads import pod_from, pods_from
 
 SourceLoader = Callable[[Path], NodeSource]
 
@@ -111,12 +112,14 @@ def _run_case(
 
 
 def _pod(value: object, folder: Path) -> dict[str, Any]:
+    """The case's pod: inline or in a file, a Pod or a workload's pod template."""
     if isinstance(value, dict):
-        return value
-    loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{value}: not a Pod object")
-    return loaded
+        return pod_from(value, "the inline pod").pod
+    path = folder / str(value)
+    pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+    if len(pods) != 1:
+        raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
+    return pods[0].pod
 
 
 def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
