@@ -16,6 +16,7 @@ from policyext.cli.flags import (
     add_output,
     add_paths,
     fail,
+    split_paths,
     usage,
 )
 from policyext.cli.inputs import load_nodes, load_rules, read_pods
@@ -41,9 +42,12 @@ def register(commands: Commands) -> None:
     pods = parser.add_mutually_exclusive_group(required=True)
     pods.add_argument(
         "--pod",
+        action="extend",
+        type=split_paths,
         metavar="FILE",
         help="a Pod, a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob (its "
-        "pod template), or a List of them: each is simulated (YAML or JSON)",
+        "pod template), or a List of them: each is simulated (YAML or JSON; repeat it or "
+        "separate files with commas)",
     )
     pods.add_argument(
         "--pending",
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pending:
         return pending.run(args, policy_set)
     try:
-        pods = read_pods(args.pod)
+        pods = [pod for path in args.pod for pod in read_pods(path)]
         now = parse_timestamp(args.now) if args.now else None
         nodes, source = load_nodes(args)
     except (SnapshotError, CELError) as e:

@@ -112,3 +112,20 @@ def test_a_command_without_its_paths_is_a_usage_error(args: list[str], says: str
     done = policyext(*args)
     assert done.returncode == 2
     assert says in done.stderr
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        ["--pod", str(FIXTURES / "web-pod.yaml"), "--pod", str(FIXTURES / "critical-pod.yaml")],
+        ["--pod", f"{FIXTURES / 'web-pod.yaml'},{FIXTURES / 'critical-pod.yaml'}"],
+    ],
+    ids=["a repeated flag", "comma-separated"],
+)
+def test_simulate_takes_several_pod_files_the_same_way(pods: list[str]) -> None:
+    done = policyext(
+        "simulate", CRITICAL, *pods, "--snapshot", FIXTURES / "cluster.yaml", "-o", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    names = [result["pod"] for result in json.loads(done.stdout)]
+    assert names == ["shop/storefront-7c9f6d8b4-vx9rj", "shop/checkout-6f8d9c7b5-r8d2m"]
