@@ -28,7 +28,7 @@ from policyext.policy.engine import Evaluation, evaluate
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.loader import load_yaml
 from policyext.policy.model import PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import InvalidQuantity, NodeSource, pod_requests
 from policyext.policy.testing import find_tests, run_test
 from policyext.policy.whatif import compare, is_pending, whatif_to_dict
 from policyext.render import evaluation_table, test_report, whatif_table
@@ -396,6 +396,10 @@ def _read_pod(path: str) -> dict[str, Any]:
         raise SnapshotError(f"{path}: {e}") from None
     if not isinstance(pod, dict):
         raise SnapshotError(f"{path}: not a Pod object")
+    try:
+        pod_requests(pod)  # an invalid quantity is an error naming its field, not a 0
+    except InvalidQuantity as e:
+        raise SnapshotError(f"{path}: {e}") from None
     return pod
 
 

@@ -19,7 +19,7 @@ from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import Evaluation, evaluate
 from policyext.policy.loader import Document, discover, load_yaml, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.schema import validate
 
 SourceLoader = Callable[[Path], NodeSource]
@@ -111,11 +111,15 @@ def _run_case(
 
 
 def _pod(value: object, folder: Path) -> dict[str, Any]:
+    """The case's pod; ValueError when it is not one, or when one of its requests is not a
+    quantity kube-scheduler can count (InvalidQuantity names the field)."""
     if isinstance(value, dict):
-        return value
-    loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
+        loaded: object = value
+    else:
+        loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
     if not isinstance(loaded, dict):
         raise ValueError(f"{value}: not a Pod object")
+    pod_requests(loaded)
     return loaded
 
 
