@@ -180,7 +180,7 @@ def run_filter(
             continue
         infeasible.add(i)
         if verdict.unresolvable:
-            unresolvable[verdict.name] = verdict.unresolvable_message()
+            unresolvable[verdict.name] = verdict.message()
         else:
             failed[verdict.name] = verdict.message()
     feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
