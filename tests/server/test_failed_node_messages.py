@@ -79,4 +79,3 @@ def test_explain_shows_the_message_the_scheduler_gets(server: ExtenderServer) ->
     reply = server.post_json("/explain", args_with_names(pod("web-5", "shop"), NODES)).json()
     messages = {n["name"]: n.get("message") for n in reply["nodes"] if not n["feasible"]}
     assert messages == FAILED | UNRESOLVABLE
-
