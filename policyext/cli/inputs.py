@@ -18,7 +18,12 @@ from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objec
 from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
 from policyext.policy.loader import load_yaml
 from policyext.policy.model import PolicyError
-from policyext.policy.resources import InvalidQuantity, NodeSource, pod_requests
+from policyext.policy.resources import (
+    InvalidQuantity,
+    NodeSource,
+    node_allocatable,
+    pod_requests,
+)
 
 
 def load_rules(paths: Sequence[str]) -> PolicySet | None:
@@ -51,7 +56,13 @@ def load_nodes(args: argparse.Namespace) -> tuple[list[dict[str, Any]], NodeSour
         source = cluster_snapshot(args) if args.cluster else SnapshotSource.from_file(args.snapshot)
         return list(source.nodes.values()), source
     objects = read_objects(Path(args.nodes))
-    return [o for o in objects if o.get("kind", "Node") == "Node"], None
+    nodes = [o for o in objects if o.get("kind", "Node") == "Node"]
+    for node in nodes:
+        try:
+            node_allocatable(node)  # an invalid quantity is an error naming its field
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{args.nodes}: {e}") from None
+    return nodes, None
 
 
 def cluster_api(args: argparse.Namespace) -> Any:

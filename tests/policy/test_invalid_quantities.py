@@ -149,6 +149,25 @@ def test_simulate_refuses_a_pod_with_an_invalid_quantity_naming_the_field(
 
 
 @pytest.mark.parametrize(("value", "reason"), INVALID)
+def test_simulate_refuses_nodes_with_an_invalid_allocatable_naming_the_field(
+    value: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod_file = tmp_path / "pod.yaml"
+    pod_file.write_text(yaml.safe_dump(pod()))
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(policy("p", RULES.replace("FAILURE", "Fail")))
+    broken = node("n1")
+    broken["status"]["allocatable"]["pods"] = value
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump(as_object(broken, "Node")))
+    code = main(["simulate", "--rules", str(rules), "--pod", str(pod_file), "--nodes", str(nodes)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"{nodes}: node n1: status.allocatable[pods]: " in err
+    assert reason in err
+
+
+@pytest.mark.parametrize(("value", "reason"), INVALID)
 def test_a_policytest_case_with_an_invalid_quantity_fails_naming_the_field(
     value: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
