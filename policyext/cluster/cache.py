@@ -169,7 +169,7 @@ class ClusterSource:
             f"{s.resource}: {s.last_error or 'the initial list is not in yet'}" for s in waiting
         )
 
-    # -- the NodeSource interface (readers: no lock, one dictionary read per answer)
+    # -- the LiveNodeSource contract (readers: no lock, one dictionary read per answer)
 
     @property
     def has_pods(self) -> bool:
@@ -222,6 +222,30 @@ class ClusterSource:
     def pod(self, namespace: str, name: str) -> Json | None:
         uid = self._uids.get((namespace, name))
         return self._pods.get(uid) if uid is not None else None
+
+    # -- feeding the source by hand: what the watches do, without an API server (tests,
+    # replays); the watches call the same writers
+
+    def replace(self, resource: str, items: list[Json]) -> None:
+        """Every Node (`resource` "nodes") or every Pod ("pods") at once, as a list call
+        returns them; the resource counts as synced from then on."""
+        replace, _, reflector = self._writers(resource)
+        replace(items, self.clock())
+        reflector.synced.set()
+
+    def apply(self, resource: str, event: str, obj: Json) -> None:
+        """One watch event (ADDED, MODIFIED or DELETED) of a Node or a Pod."""
+        _, apply, _ = self._writers(resource)
+        apply(event, obj)
+
+    def _writers(
+        self, resource: str
+    ) -> tuple[Callable[[list[Json], float], None], Callable[[str, Json], None], Reflector]:
+        if resource == "nodes":
+            return self._replace_nodes, self._apply_node, self._nodes
+        if resource == "pods":
+            return self._replace_pods, self._apply_pod, self._pod_watch
+        raise ValueError(f"a ClusterSource holds nodes and pods, not {resource!r}")
 
     # -- assume
 

@@ -57,7 +57,8 @@ def _flatten(documents: Iterable[object], path: Path) -> Iterable[Json]:
 
 
 class SnapshotSource:
-    """Nodes and Pods from a file, answering "node by name" and "node information"."""
+    """Nodes and Pods from a file, answering "node by name" and "node information" (a
+    LiveNodeSource whose nodes never change)."""
 
     def __init__(self, objects: Iterable[Json], description: str = "snapshot") -> None:
         self.description = description
@@ -121,6 +122,9 @@ class SnapshotSource:
 
     def ready(self) -> bool:
         return True
+
+    def sync_problem(self) -> str:
+        return ""  # a file is read whole before the server starts
 
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)

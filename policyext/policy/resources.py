@@ -5,7 +5,7 @@ node information the policies read as `nodeInfo` (allocatable, requested, free, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Protocol, cast
+from typing import Any, ClassVar, Final, Protocol, cast, runtime_checkable
 
 from policyext.cel import CELEvalError
 from policyext.cel.lib.quantity import Quantity
@@ -319,14 +319,9 @@ def pod_summary(pod: Mapping[str, Any]) -> dict[str, object]:
 
 
 class NodeSource(Protocol):
-    """Where the engine learns about nodes beyond the request: a snapshot file or the live
-    cluster's caches. `has_pods` says whether `requested`/`free`/`pods` can be known.
-
-    A source may also have an integer `generation` that changes whenever any node or any
-    node's information changes: replies can then be reused while it stays the same; and a
-    `node_stamps(names)` method giving per name an object replaced whenever that node or its
-    information changes (None for a name it does not hold): each node's part of a reply can
-    then be reused while its stamp is the same object."""
+    """What the engine learns about nodes beyond the request: a snapshot file, the live
+    cluster's caches, or preemption's view of them without the victims. `has_pods` says
+    whether `requested`/`free`/`pods` can be known."""
 
     @property
     def has_pods(self) -> bool: ...
@@ -345,3 +340,38 @@ class NodeSource(Protocol):
         ...
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo: ...
+
+
+@runtime_checkable
+class LiveNodeSource(NodeSource, Protocol):
+    """A node source the server answers from: the engine's contract, and what the server
+    needs to reuse answers, report readiness and find preemption victims. Every source
+    the server is given has all of it (checked once, when the application is made)."""
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever any node or any node's information changes: a reply can be
+        reused while it stays the same."""
+        ...
+
+    def node_stamps(self, names: Sequence[str]) -> list[object]:
+        """Per name, an object replaced whenever that node or its information changes
+        (None for a name the source does not hold): each node's part of a reply can be
+        reused while its stamp is the same object."""
+        ...
+
+    def node_count(self) -> int:
+        """How many nodes the source holds."""
+        ...
+
+    def ready(self) -> bool:
+        """Whether the source holds the nodes yet (a cache: once its first lists are in)."""
+        ...
+
+    def sync_problem(self) -> str:
+        """Why the source is not ready ("" when it is, or when it cannot tell)."""
+        ...
+
+    def pod_by_uid(self, uid: str) -> Mapping[str, Any] | None:
+        """A pod the source knows, by UID (preemption victims arrive as UIDs)."""
+        ...
