@@ -15,11 +15,12 @@ import yaml
 from policyext.policy.frames import node_key
 from policyext.policy.loader import load_yaml_all
 from policyext.policy.resources import (
+    InvalidQuantity,
     NodeInfo,
     Resources,
     add_into,
-    build_node_info,
     node_allocatable,
+    node_info_of,
     pod_is_active,
     pod_requests,
     pod_summary,
@@ -72,6 +73,7 @@ class SnapshotSource:
             elif kind == "Pod":
                 pods.append(obj)
         self.pods = pods
+        self._check_quantities()
         self._by_uid = {
             str(p["metadata"]["uid"]): p
             for p in pods
@@ -88,6 +90,17 @@ class SnapshotSource:
         self._info: dict[str, NodeInfo] = {}
         # cache keys by node object: the nodes live as long as the source
         self._keys = {id(node): node_key(node) for node in self.nodes.values()}
+
+    def _check_quantities(self) -> None:
+        """Every Pod's requests and every Node's allocatable are quantities kube-scheduler
+        can count: SnapshotError naming the first invalid one (never a silent zero)."""
+        try:
+            for node in self.nodes.values():
+                node_allocatable(node)
+            for pod in self.pods:
+                pod_requests(pod)
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{self.description}: {e}") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> SnapshotSource:
@@ -145,9 +158,7 @@ class SnapshotSource:
         return self._build(node, name)  # a node sent in the request, not the file's copy
 
     def _build(self, node: Mapping[str, Any], name: str) -> NodeInfo:
-        return build_node_info(
-            node_allocatable(node), self._requested.get(name, {}), self._pods.get(name, [])
-        )
+        return node_info_of(node, self._requested.get(name, {}), self._pods.get(name, []))
 
 
 def _name(obj: Mapping[str, Any]) -> str:

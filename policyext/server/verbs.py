@@ -17,8 +17,7 @@ from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
 from policyext.policy.resources import (
     LiveNodeSource,
     NodeInfo,
-    build_node_info,
-    node_allocatable,
+    node_info_of,
     without_pods,
 )
 from policyext.policy.verdicts import NodeVerdict
@@ -181,7 +180,7 @@ def run_filter(
             continue
         infeasible.add(i)
         if verdict.unresolvable:
-            unresolvable[verdict.name] = verdict.unresolvable_message()
+            unresolvable[verdict.name] = verdict.message()
         else:
             failed[verdict.name] = verdict.message()
     feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
@@ -309,9 +308,7 @@ class _VictimFreeSource:
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
         info = (
-            self.base.node_info(node)
-            if self.base is not None
-            else build_node_info(node_allocatable(node), None, None)
+            self.base.node_info(node) if self.base is not None else node_info_of(node, None, None)
         )
         name = str((node.get("metadata") or {}).get("name", ""))
         return without_pods(info, self.victims.get(name, []))
