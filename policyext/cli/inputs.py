@@ -15,7 +15,12 @@ from policyext.cli.output import print_issues
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
 from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
 from policyext.policy.model import PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import (
+    InvalidQuantity,
+    NodeSource,
+    node_allocatable,
+    pod_requests,
+)
 from policyext.policy.workloads import PodInput, WorkloadError, pods_from
 
 
@@ -36,6 +41,11 @@ def read_pods(path: str) -> list[PodInput]:
         raise SnapshotError(str(e)) from None
     if not pods:
         raise SnapshotError(f"{path}: no Pod or workload in the file")
+    for each in pods:
+        try:
+            pod_requests(each.pod)  # an invalid quantity is an error naming its field, not a 0
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{path}: {e}") from None
     return pods
 
 
@@ -62,7 +72,13 @@ def load_nodes(args: argparse.Namespace) -> tuple[list[dict[str, Any]], NodeSour
         )
         return list(source.nodes.values()), source
     objects = read_objects(Path(args.nodes))
-    return [o for o in objects if o.get("kind", "Node") == "Node"], None
+    nodes = [o for o in objects if o.get("kind", "Node") == "Node"]
+    for node in nodes:
+        try:
+            node_allocatable(node)  # an invalid quantity is an error naming its field
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{args.nodes}: {e}") from None
+    return nodes, None
 
 
 def cluster_api(args: argparse.Namespace) -> Any:

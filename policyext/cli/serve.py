@@ -28,6 +28,7 @@ from policyext.cli.output import print_issues
 from policyext.settings import (
     DEFAULT_BIND,
     DEFAULT_MAX_BODY,
+    DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
     Settings,
     SettingsError,
@@ -82,6 +83,13 @@ def register(commands: Commands) -> None:
         metavar="SECONDS",
         help="evaluation time per request; what is left then fails as its failurePolicy says",
     )
+    _env_flag(
+        parser,
+        "--read-timeout",
+        f"{DEFAULT_READ_TIMEOUT:g}",
+        metavar="SECONDS",
+        help="time for a request to arrive whole from its first byte; a slower client gets 408",
+    )
     parser.set_defaults(run=run)
 
 
@@ -113,6 +121,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         tls_client_ca=args.tls_client_ca or None,
         max_body=whole_number(args.max_body, "--max-body"),
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
+        read_timeout=seconds(args.read_timeout, "--read-timeout"),
     )
 
 

@@ -20,7 +20,7 @@ from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
 from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.schema import validate
 from policyext.policy.workloads import pod_from, pods_from
 
@@ -122,14 +122,19 @@ def _run_case(
 
 
 def _pod(value: object, folder: Path) -> dict[str, Any]:
-    """The case's pod: inline or in a file, a Pod or a workload's pod template."""
+    """The case's pod: inline or in a file, a Pod or a workload's pod template; ValueError
+    when it is not one, or when one of its requests is not a quantity kube-scheduler can
+    count (InvalidQuantity names the field)."""
     if isinstance(value, dict):
-        return pod_from(value, "the inline pod").pod
-    path = folder / str(value)
-    pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
-    if len(pods) != 1:
-        raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
-    return pods[0].pod
+        pod = pod_from(value, "the inline pod").pod
+    else:
+        path = folder / str(value)
+        pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+        if len(pods) != 1:
+            raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
+        pod = pods[0].pod
+    pod_requests(pod)
+    return pod
 
 
 def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
