@@ -28,6 +28,7 @@ from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.compile import PolicySet
 from policyext.policy.resources import NodeSource
 from policyext.server.app import (
     DEFAULT_MAX_BODY,
@@ -87,7 +88,7 @@ def build_app(settings: Settings) -> Flask:
     configure_logging(settings.log_level)
     store = PolicyStore()
     metrics = Metrics()
-    store.subscribe(lambda status: _reloaded(metrics, status))
+    store.subscribe(lambda status: _reloaded(metrics, status, store.current))
     source: NodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
@@ -134,10 +135,17 @@ def build_app(settings: Settings) -> Flask:
     return app
 
 
-def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
+def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:
     metrics.reloaded(status.ok, status.at)
+    metrics.set_policy(serving)
     if status.ok:
         log.info("serving policy version %s from %s", status.version, status.source)
+        if not serving.policies:
+            log.warning(
+                "the policy set from %s is empty: every node passes the filters and every"
+                " score is 0 (policyext_policies_loaded is 0)",
+                status.source,
+            )
         return
     log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
     for issue in status.issues:
@@ -173,6 +181,7 @@ class JsonErrorWorker(LingeringThreadWorker):
             super().handle_error(req, client, addr, exc)
             return
         _, status, reason = refused
+        _count_refused(self.wsgi, status)
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
         head = (
@@ -183,6 +192,12 @@ class JsonErrorWorker(LingeringThreadWorker):
             write_nonblock(client, head.encode("latin-1") + body)
         except OSError:
             self.log.debug("Failed to send error message.")
+
+
+def _count_refused(app: Any, status: int) -> None:
+    metrics = getattr(app, "extensions", {}).get("policyext.metrics")
+    if isinstance(metrics, Metrics):
+        metrics.count_refused(status)
 
 
 class Server(BaseApplication):  # type: ignore[misc]

@@ -161,13 +161,13 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        metrics.set_policy(store.current.version, store.current.rule_count())
+        metrics.set_policy(store.current)
         data, content_type = metrics.render()
         return Response(data, status=200, content_type=content_type)
 
     @app.errorhandler(wire.WireError)
     def bad_request(e: wire.WireError) -> Response:
-        metrics.requests.labels(_verb(), "400").inc()
+        metrics.count(_verb(), "400")
         return _error(400, str(e))
 
     @app.errorhandler(_Unsupported)
@@ -199,6 +199,8 @@ def create_app(
         return response
 
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+    # for what answers outside the application (the HTTP server's refusals, wsgi.py)
+    app.extensions["policyext.metrics"] = metrics
     return app
 
 

@@ -22,6 +22,7 @@ import orjson
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
+from policyext.policy.engine import Evaluation
 from policyext.policy.resources import NodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
@@ -151,6 +152,7 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         return
     ev = result.evaluation
     record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
+    record["time"] = utc_now()
     record["policyVersion"] = ev.version if ev is not None else store.current.version
     record["pod"] = result.pod
     if ev is not None:
@@ -158,6 +160,14 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         record["feasible"] = len(ev.names) - tally.infeasible
         record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
         record["errors"] = ev.errors
+        if tally.audits:
+            record["auditRejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.audits.items()}
+            record["auditNodes"] = audit_nodes(ev)
+        if ev.audit_scores:
+            record["auditScores"] = {
+                f"{p}/{r}": {"nodes": a.nodes, "mean": round(a.points / a.nodes, 3), "best": a.best}
+                for (p, r), a in ev.audit_scores.items()
+            }
         if ev.timed_out:
             record["timedOut"] = True
     if result.error:
@@ -174,6 +184,29 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
                         "feasible": v.feasible,
                         "score": v.score,
                         "rejectedBy": [r.rule_id for r in v.rejections],
+                        "auditRejectedBy": [r.rule_id for r in v.audits],
                     }
                 )
             )
+
+
+# node names per Audit rule in a decision line: enough to look at, bounded for 5,000 nodes
+AUDIT_NODES_LOGGED: Final = 10
+
+
+def audit_nodes(ev: Evaluation) -> dict[str, list[str]]:
+    """`policy/rule` -> the first nodes (in request order) that Audit rule would have
+    rejected; `auditRejectedBy` has how many there were in all."""
+    out: dict[str, list[str]] = {}
+    for i in sorted(ev.verdicts):
+        for r in ev.verdicts[i].audits:
+            names = out.setdefault(r.rule_id, [])
+            if len(names) < AUDIT_NODES_LOGGED:
+                names.append(ev.names[i])
+    return out
+
+
+def utc_now() -> str:
+    """The time as RFC 3339 in UTC, to the millisecond: 2026-12-01T17:05:09.123Z."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
