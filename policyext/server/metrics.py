@@ -46,6 +46,10 @@ LATENCY_BUCKETS: Final = (
     1.0,
     2.5,
     5.0,
+    # kube-scheduler's httpTimeout defaults to 30 s: latency near it must be measurable
+    10.0,
+    30.0,
+    60.0,
 )
 NODE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000)
 # the decision endpoints: their answers are counted in policyext_requests_total by `verb`;
