@@ -46,7 +46,7 @@ LATENCY_BUCKETS: Final = (
     1.0,
     2.5,
     5.0,
-    # kube-scheduler's httpTimeout defaults to 30 s: latency near it must be measurable
+    # httpTimeout (5 s unless set) may be set higher: latency near it must be measurable
     10.0,
     30.0,
     60.0,

@@ -13,7 +13,7 @@ from kubernetes_validate import utils as kubernetes_validate
 
 from policyext.cli import main as policyext_main
 from policyext.cli.config import extender_config
-from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, Rendered
+from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, HelmError, Rendered
 
 # The Kubernetes version the manifests are checked against: the e2e harness's.
 KUBERNETES_VERSION = "1.37"
@@ -478,3 +478,11 @@ def test_notes_warn_loudly_when_the_empty_policy_set_is_allowed(chart: Chart) ->
     assert "WARNING: NO POLICIES" in empty
     assert "WARNING" not in given
     assert "--request-deadline is 3.75s" in given
+
+
+def test_a_cluster_version_that_is_no_image_tag_asks_for_the_tag(chart: Chart) -> None:
+    with pytest.raises(HelmError) as refused:
+        chart.render([_ci("default")], kube_version="v1.30")
+    assert "set scheduler.image.tag" in str(refused.value)
+    rendered = chart.render([_ci("default")], ["scheduler.image.tag=v1.30.1"], kube_version="v1.30")
+    assert rendered.container("kube-scheduler")["image"].endswith(":v1.30.1")
