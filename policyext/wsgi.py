@@ -20,6 +20,7 @@ from gunicorn.http import errors as http_errors
 from gunicorn.util import write_nonblock
 from prometheus_client import multiprocess
 
+from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_client
@@ -68,6 +69,7 @@ def build_app(settings: Settings) -> Flask:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
+    audits: AuditEvents | None = None
     api = api_client(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
@@ -76,6 +78,9 @@ def build_app(settings: Settings) -> Flask:
         metrics.watch_caches(live)
         source = live
         binder = ClusterBinder(api, live)
+        if settings.audit_events_per_second > 0:
+            audits = AuditEvents(api, socket.gethostname(), settings.audit_events_per_second)
+            metrics.watch_audit_events(audits)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
@@ -99,7 +104,7 @@ def build_app(settings: Settings) -> Flask:
         max_body=settings.max_body,
         request_deadline=settings.request_deadline,
     )
-    app = create_app(store, source, binder, metrics, options)
+    app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
     # collector from walking them on every collection (they are most of the heap)
     gc.collect()

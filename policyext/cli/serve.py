@@ -18,11 +18,13 @@ from typing import Any
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Commands, fail
 from policyext.cli.output import print_issues
 from policyext.settings import (
+    DEFAULT_AUDIT_EVENTS_PER_SECOND,
     DEFAULT_BIND,
     DEFAULT_MAX_BODY,
     DEFAULT_REQUEST_DEADLINE,
     Settings,
     SettingsError,
+    number,
     preflight,
     seconds,
     whole_number,
@@ -74,6 +76,14 @@ def register(commands: Commands) -> None:
         metavar="SECONDS",
         help="evaluation time per request; what is left then fails as its failurePolicy says",
     )
+    _env_flag(
+        parser,
+        "--audit-events-per-second",
+        f"{DEFAULT_AUDIT_EVENTS_PER_SECOND:g}",
+        metavar="N",
+        help="with a cluster: Events on pods an Audit filter would have kept off nodes, at "
+        "most N a second per worker (0: none)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -105,6 +115,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         tls_client_ca=args.tls_client_ca or None,
         max_body=whole_number(args.max_body, "--max-body"),
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
+        audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
     )
 
 

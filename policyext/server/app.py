@@ -21,7 +21,7 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import NodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import HotVerbs
+from policyext.server.hotpath import AuditSink, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -64,6 +64,7 @@ def create_app(
     metrics: Metrics | None = None,
     options: Options | None = None,
     clock: Callable[[], int] = time.time_ns,
+    audits: AuditSink | None = None,
 ) -> Flask:
     """The application. `source` resolves NodeNames and knows the pods; `binder` creates
     Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
@@ -73,7 +74,7 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
     hot = HotVerbs(
-        store, source, metrics, clock, options.max_body, prefix, options.request_deadline
+        store, source, metrics, clock, options.max_body, prefix, options.request_deadline, audits
     )
 
     def raw_body() -> bytes:

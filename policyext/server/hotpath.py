@@ -15,8 +15,8 @@ import io
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
@@ -52,6 +52,13 @@ def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
     return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
 
 
+class AuditSink(Protocol):
+    """Where filter answers go to become Events on their pods (cluster.audit_events):
+    `offer` must return at once."""
+
+    def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None: ...
+
+
 class HotVerbs:
     """filter and prioritize over one store, node source, reply memo and metrics."""
 
@@ -64,8 +71,10 @@ class HotVerbs:
         max_body: int,
         prefix: str,
         request_deadline: float | None = None,
+        audits: AuditSink | None = None,
     ) -> None:
         self.store = store
+        self.audits = audits
         self.source = source
         self.metrics = metrics
         self.clock = clock
@@ -87,6 +96,8 @@ class HotVerbs:
         seconds = time.perf_counter() - started
         self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
         log_decision(verb, self.store, result, seconds)
+        if self.audits is not None and verb == "filter" and result.evaluation is not None:
+            self.audits.offer(args.pod, result.evaluation)
         return result.body
 
     def wsgi(self, flask_app: WSGIApplication) -> WSGIApplication:

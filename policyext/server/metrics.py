@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import metadata
 from typing import Any, Final, Protocol
 
@@ -120,6 +120,31 @@ class CacheCollector(Collector):
         yield staleness
         yield relists
         yield synced
+
+
+class AuditEventCounts(Protocol):
+    """The Events a cluster adapter recorded about Audit findings (cluster.audit_events)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+
+class AuditEventsCollector(Collector):
+    """policyext_audit_events_total, read from the recorder at scrape time (per worker)."""
+
+    def __init__(self, source: AuditEventCounts) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "policyext_audit_events",
+            "Audit findings offered for an Event on the pod, by result: recorded, repeated (the"
+            " same finding for a retried pod), dropped (over the rate or the queue), failed.",
+            labels=["result"],
+        )
+        for result, count in sorted(self.source.counts.items()):
+            family.add_metric([result], count)
+        yield family
 
 
 class Metrics:
@@ -261,6 +286,7 @@ class Metrics:
         )
         self._version = ""
         self._caches: CacheCollector | None = None
+        self._audit_events: AuditEventsCollector | None = None
         # labelled series by their labels: prometheus_client takes a lock and checks the
         # labels on every labels() call, and the same few series are counted on every request
         self._series: dict[tuple[object, ...], Any] = {}
@@ -275,6 +301,11 @@ class Metrics:
         """Report a live node source's caches at every scrape."""
         self._caches = CacheCollector(source)
         self.registry.register(self._caches)
+
+    def watch_audit_events(self, source: AuditEventCounts) -> None:
+        """Report an Event recorder's counts at every scrape."""
+        self._audit_events = AuditEventsCollector(source)
+        self.registry.register(self._audit_events)
 
     def _child(self, family: Any, *labels: str) -> Any:
         key = (id(family), *labels)
@@ -360,5 +391,7 @@ class Metrics:
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             if self._caches is not None:  # per process: not in the shared files
                 registry.register(self._caches)
+            if self._audit_events is not None:
+                registry.register(self._audit_events)
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
