@@ -392,7 +392,9 @@ def _reject(
             spec.unresolvable,
             error,
         )
-        if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
+        # an Audit rule never rejects, so its failurePolicy has nothing to decide: its
+        # error is a would-be rejection like any other (docs/policies.md)
+        if rule.failure_policy == "Ignore" and not audit:
             verdict.skipped = [*verdict.skipped, rejection]
             return
     else:

@@ -93,6 +93,35 @@ def test_an_audit_filter_records_would_be_rejections_but_never_rejects() -> None
     assert not result.nodes[1].audits
 
 
+@pytest.mark.parametrize(
+    ("mode", "failure_policy", "feasible", "where"),
+    [
+        ("Enforce", "Fail", False, "rejections"),
+        ("Enforce", "Ignore", True, "skipped"),
+        ("Audit", "Fail", True, "audits"),
+        ("Audit", "Ignore", True, "audits"),
+    ],
+)
+def test_a_filter_error_is_a_rejection_an_ignored_error_or_an_audit_would_be_rejection(
+    mode: str, failure_policy: str, feasible: bool, where: str
+) -> None:
+    rule = (
+        f"{{name: broken, mode: {mode}, failurePolicy: {failure_policy},"
+        " expression: 'node.metadata.labels.absent == \"x\"'}"
+    )
+    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
+    verdict = result.nodes[0]
+    assert verdict.feasible is feasible
+    found = {
+        kind: [(r.rule_id, r.message) for r in getattr(verdict, kind)]
+        for kind in ("rejections", "skipped", "audits")
+    }
+    expected = {kind: [] for kind in found}
+    expected[where] = [("p/broken", "p/broken could not be evaluated")]
+    assert found == expected
+    assert result.tally().errors == {("p", "broken"): 1}
+
+
 def test_an_unresolvable_filter_marks_the_nodes_it_rejects_unresolvable() -> None:
     rule = "{name: big, unresolvable: true, expression: \"node.metadata.labels.size == 'l'\"}"
     result = run(policies(filter_policy(rule)), pod(), NODES)
