@@ -304,14 +304,6 @@ def test_a_pod_only_variable_may_read_another_pod_only_variable() -> None:
     assert result.evaluations == 3  # nsx and ns once for the request, the filter once
 
 
-def test_an_ignored_error_in_an_audit_rule_is_skipped_not_shown_as_a_would_be_rejection() -> None:
-    rule = "{name: broken, mode: Audit, failurePolicy: Ignore, expression: 'node.metadata.labels.absent == \"x\"'}"
-    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
-    verdict = result.nodes[0]
-    assert not verdict.audits
-    assert [r.rule_id for r in verdict.skipped] == ["p/broken"]
-
-
 MIXED = filter_policy(
     "{name: no-spot, expression: \"pod.metadata.labels.?critical.orValue('') != 'true'"
     " || node.metadata.labels.?lifecycle.orValue('') != 'spot'\"}"
