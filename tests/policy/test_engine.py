@@ -168,6 +168,45 @@ def test_scores_are_clamped_or_rescaled_into_0_to_10_and_errors_score_0(
     assert [v.score for v in result.nodes] == scores
 
 
+INF = "(1e308 * 10.0)"  # CEL doubles overflow to infinity, as in Go
+
+
+@pytest.mark.parametrize(
+    ("normalize", "values", "scores", "errors"),
+    [
+        ("MinMax", ["-1.7e308", "0.0", "1.7e308"], [0, 5, 10], 0),
+        ("MinMax", ["-1.7e308", "-1.7e308", "1.7e308"], [0, 0, 10], 0),
+        ("MinMax", ["1.7e308", "1.0", "1.6e308"], [10, 0, 9], 0),
+        ("MinMax", [f"-{INF}", "1.0", INF], [0, 0, 0], 2),
+        ("MinMax", [INF, "1.0", "3.0"], [0, 0, 10], 1),
+        ("MinMax", [f"{INF} - {INF}", "1.0", "3.0"], [0, 0, 10], 1),
+        ("Clamp", [INF, "4.0", f"-{INF}"], [0, 4, 0], 2),
+        ("Clamp", ["1.7e308", "4.0", "-1.7e308"], [10, 4, 0], 0),
+    ],
+    ids=[
+        "MinMax over the whole range of doubles",
+        "MinMax with the lowest value twice",
+        "MinMax with huge values only",
+        "MinMax: the infinities are errors, the other node is alone",
+        "MinMax: an infinity is an error, the others are rescaled among themselves",
+        "MinMax: NaN is an error",
+        "Clamp: the infinities are errors",
+        "Clamp: huge finite values are clamped",
+    ],
+)
+def test_a_score_is_a_finite_number_and_minmax_rescales_without_overflow(
+    normalize: str, values: list[str], scores: list[int], errors: int
+) -> None:
+    table = ", ".join(f"'{n['metadata']['name']}': {v}" for n, v in zip(NODES, values, strict=True))
+    rule = f'- {{name: v, normalize: {normalize}, expression: "{{{table}}}[node.metadata.name]"}}'
+    result = run(policies(score_policy(rule)), pod(), NODES)
+    assert [v.score for v in result.nodes] == scores
+    assert result.score_errors == ({("s", "v"): errors} if errors else {})
+    failed = [s.error for v in result.nodes for s in v.scores if s.error is not None]
+    assert len(failed) == errors
+    assert all(e.startswith("a score must be a finite number, got ") for e in failed)
+
+
 def test_the_final_score_is_the_weighted_mean_of_every_applicable_policys_scores() -> None:
     a = score_policy("- {name: ten, weight: 3, expression: '10'}", name="a")
     b = score_policy("- {name: two, weight: 1, expression: '2'}", name="b")
