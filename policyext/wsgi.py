@@ -160,18 +160,17 @@ class JsonErrorWorker(FramingThreadWorker):
             super().handle_error(req, client, addr, exc)
             return
         _, status, reason = refused
-        _count_refused(self.wsgi, status)
+        self.refused(status)
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         try:
             write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
         except OSError:
             self.log.debug("Failed to send error message.")
 
-
-def _count_refused(app: Any, status: int) -> None:
-    metrics = getattr(app, "extensions", {}).get("policyext.metrics")
-    if isinstance(metrics, Metrics):
-        metrics.count_refused(status)
+    def refused(self, status: int) -> None:
+        metrics = getattr(self.wsgi, "extensions", {}).get("policyext.metrics")
+        if isinstance(metrics, Metrics):
+            metrics.count_refused(status)
 
 
 class Server(BaseApplication):  # type: ignore[misc]

@@ -233,8 +233,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def _refuse(self, conn: Any, status: int, reason: str, message: str) -> None:
         log.warning("refused a request from %s: %s", _peer(conn), message)
+        self.refused(status)
         self._send(conn, json_refusal(status, reason, message))
         self._close(conn)
+
+    def refused(self, status: int) -> None:
+        """Told of every request refused before the application saw it (a subclass
+        counts them)."""
 
     def _drop(self, conn: Any, why: str, level: int) -> None:
         log.log(level, "closed the connection from %s: %s", _peer(conn), why)

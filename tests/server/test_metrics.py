@@ -16,6 +16,7 @@ from policyext.policy.engine import evaluate
 from tests.server.harness import CLUSTER, FIXTURES, RULES, ExtenderServer, start_server
 from tests.server.kube import Json, args_with_nodes, fixture, node, pod
 from tests.server.metrics_scrape import Scrape, worker_pids, worker_scrape
+from tests.server.test_chunked_framing import exchange
 
 FAMILIES = {
     "policyext_request_duration_seconds": ("histogram", {"verb"}),
@@ -183,6 +184,13 @@ def test_a_filter_that_leaves_no_feasible_node_is_counted(demo_server: ExtenderS
     assert _delta(before, after)("policyext_pods_without_feasible_node_total") == 1
 
 
+# refused by the worker's own framing, before gunicorn parses anything
+TOO_LARGE = (
+    b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 999999999999\r\n\r\n{}"
+)
+
+
 def test_a_request_the_http_server_refuses_is_counted_by_its_status(
     demo_server: ExtenderServer,
 ) -> None:
@@ -191,9 +199,12 @@ def test_a_request_the_http_server_refuses_is_counted_by_its_status(
     assert long_url.status == 414
     big_header = demo_server.request("GET", "/healthz", headers={"X-Padding": "a" * 20_000})
     assert big_header.status == 431
+    too_large, _, _ = exchange(demo_server, TOO_LARGE)
+    assert too_large == 413
     delta = _delta(before, scrape(demo_server))
     assert delta("policyext_refused_requests_total", code="414") == 1
     assert delta("policyext_refused_requests_total", code="431") == 1
+    assert delta("policyext_refused_requests_total", code="413") == 1
 
 
 def test_unknown_paths_do_not_create_a_series_each(demo_server: ExtenderServer) -> None:
