@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 DEFAULT_REQUEST_DEADLINE = 3.0
 DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
+# server/worker.py READ_TIMEOUT
+DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
 
 
@@ -60,6 +62,7 @@ class Settings:
     tls_client_ca: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    read_timeout: float = DEFAULT_READ_TIMEOUT
     # Events on pods about Audit findings, per worker and second (0: none); needs a cluster
     audit_events_per_second: float = DEFAULT_AUDIT_EVENTS_PER_SECOND
 
@@ -73,12 +76,14 @@ class Settings:
                 raise SettingsError(
                     f"{flag} must be a whole number of at least 1, got {count}", usage=True
                 )
-        if not 0 < self.request_deadline < float("inf"):
-            raise SettingsError(
-                f"--request-deadline must be a positive number of seconds, "
-                f"got {self.request_deadline}",
-                usage=True,
-            )
+        for flag, seconds in (
+            ("--request-deadline", self.request_deadline),
+            ("--read-timeout", self.read_timeout),
+        ):
+            if not 0 < seconds < float("inf"):
+                raise SettingsError(
+                    f"{flag} must be a positive number of seconds, got {seconds}", usage=True
+                )
         if not 0 <= self.audit_events_per_second < float("inf"):
             raise SettingsError(
                 f"--audit-events-per-second must be 0 or more, got {self.audit_events_per_second}",
