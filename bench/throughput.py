@@ -324,6 +324,38 @@ def scheduler_phases(admin: KubeClient, component: Any) -> dict[str, float]:
     return out
 
 
+class Profiler:
+    """py-spy sampling the extender's processes while the scheduler runs (only the
+    threads holding the GIL: where its CPU goes), written as collapsed stacks."""
+
+    def __init__(self, pid: int, output: Path) -> None:
+        self.output = output
+        self.process = subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--subprocesses",
+                "--gil",
+                "--nonblocking",
+                "--rate",
+                "250",
+                "--format",
+                "raw",
+                "--output",
+                str(output),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+        print(f"profile of the extender: {self.output}", flush=True)
+
+
 def run_once(
     plane: ControlPlane,
     admin: KubeClient,
@@ -332,6 +364,7 @@ def run_once(
     pods: int,
     timeout: float,
     extender: Extender | GoExtender | None = None,
+    profile: Path | None = None,
 ) -> RunResult:
     slug = "-".join("".join(c if c.isalnum() else " " for c in label.lower()).split())
     namespace = f"bench-{slug}-{int(time.time())}"
@@ -355,6 +388,9 @@ def run_once(
     elif isinstance(extender, GoExtender) and extender.process:
         pids["extender"] = extender.process.pid
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    profiler = None
+    if profile is not None and isinstance(extender, Extender) and "extender" in pids:
+        profiler = Profiler(pids["extender"], profile)
     started = time.monotonic()
     scheduler = plane.start_scheduler(yaml.safe_dump(document), name=scheduler_name)
     try:
@@ -368,6 +404,8 @@ def run_once(
         }
         phases = scheduler_phases(admin, scheduler)
     finally:
+        if profiler is not None:
+            profiler.stop()
         watch.stop()
         plane.stop_component(scheduler_name)
     times = sorted(watch.bound.values())
@@ -563,7 +601,9 @@ def _run_variant(
     extender.start(timeout=60)
     try:
         config = scheduler_config(extender.url, "bench", bind=variant.bind)
-        return run_once(plane, admin, label, config, args.pods, args.timeout, extender)
+        return run_once(
+            plane, admin, label, config, args.pods, args.timeout, extender, args.profile
+        )
     finally:
         extender.stop()
 
@@ -586,7 +626,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--render", metavar="JSON", help="only write the page again from a saved run's results"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="with --only: sample policyext with py-spy (installed apart) into FILE",
+    )
     args = parser.parse_args(argv)
+    if args.profile and not args.only:
+        parser.error("--profile goes with --only (the profiler costs CPU the others would see)")
     if args.render:
         saved = json.loads(Path(args.render).read_text())
         runs = [RunResult(**run) for run in saved["runs"]]
