@@ -201,11 +201,13 @@ def _measure_step(
     warmup, measured = pending[: settings.warmup_pods], pending[settings.warmup_pods :]
     log(f"{target.name}: {nodes} nodes")
     with target.serve(spec) as base_url:
-        # pods never seen before first, on a server that has answered only the warm-up
+        # pods never seen before first, on a server that has answered only the warm-up;
+        # each mode gets pods of its own, so none was seen by the same server before
+        offset = 0
         for mode, count in step.distinct:
-            run = measure_distinct(
-                base_url, w, step.reference, step.bodies, mode, measured[:count], warmup
-            )
+            pods = measured[offset : offset + count]
+            offset += count
+            run = measure_distinct(base_url, w, step.reference, step.bodies, mode, pods, warmup)
             result.distinct += run.series
             result.decisions[(nodes, mode)] = run.decisions
             for d in run.series:
@@ -263,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy_file.parent.mkdir(parents=True, exist_ok=True)
     policy_file.write_bytes(encode(policy.scheduling_policy()))
     pending = pending_pods(
-        settings.warmup_pods + max(settings.pods, settings.list_pods, settings.large_list_pods),
+        settings.warmup_pods + settings.pods + max(settings.list_pods, settings.large_list_pods),
         settings.seed,
     )
 
