@@ -20,8 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from policyext.cel import CELError, Timestamp
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, Timestamp, parse_timestamp
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
 from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
 from policyext.policy.engine import Evaluation, evaluate

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.timeutil import parse_duration, parse_timestamp, time_zone
 from policyext.cel.values import (
@@ -23,6 +23,7 @@ from policyext.cel.values import (
     cel_type_of,
     format_duration,
     format_timestamp,
+    no_such_overload,
 )
 
 STANDARD_LIBRARY: Final = Library("standard")

@@ -227,6 +227,12 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
+def no_such_overload(name: str, *args: object) -> CELEvalError:
+    """The error of a function applied to arguments of types it does not accept."""
+    kinds = ", ".join(type_name(a) for a in args)
+    return CELEvalError(f"no such overload: {name}({kinds})")
+
+
 def cel_type_of(value: object) -> CELType:
     return CELType(type_name(value))
 

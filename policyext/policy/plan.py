@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from policyext import cel
-from policyext.cel.parser import parse
-from policyext.cel.partial import placeholder, reads, split
+from policyext.cel import parse, placeholder, reads, split
 from policyext.policy.model import Expression
 
 # node results kept per set of part values; a new set beyond these drops the oldest

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 
-from policyext.cel import CELEvalError
-from policyext.cel.lib.quantity import Quantity
+from policyext.cel import CELEvalError, Quantity
 
 Resources = dict[str, Quantity]
 ZERO: Final = Quantity.from_int(0)

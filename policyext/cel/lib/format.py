@@ -16,7 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Final, TypeGuard
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.strings import scan_cost
 from policyext.cel.values import (
@@ -25,6 +25,7 @@ from policyext.cel.values import (
     Duration,
     Timestamp,
     UInt,
+    no_such_overload,
     type_name,
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final, cast
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.sets import equality_key
 from policyext.cel.operators import compare
@@ -29,6 +29,7 @@ from policyext.cel.values import (
     cel_equals,
     check_int,
     make_uint,
+    no_such_overload,
 )
 
 LISTS_LIBRARY: Final = Library("lists")

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 _MAPPED_PREFIX: Final = 0xFFFF  # bits 32..47 of an IPv4-mapped IPv6 address

@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.values import INT64_MAX, INT64_MIN
+from policyext.cel.values import INT64_MAX, INT64_MIN, no_such_overload
 
 # The three serialization formats of apimachinery; a quantity remembers the one it was
 # written in and is printed back in it.

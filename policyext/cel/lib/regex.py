@@ -23,8 +23,9 @@ import re2
 # `matches` runs once per node and policy, so it talks to the core directly.
 from re2 import _re2
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 REGEX_LIBRARY: Final = Library("regex")
 _lib = REGEX_LIBRARY

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.net import go_quote
+from policyext.cel.values import no_such_overload
 
 _UINT64_MAX: Final = 2**64 - 1
 _NUMBERS: Final = frozenset("0123456789")

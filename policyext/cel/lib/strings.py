@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from typing import Final, cast
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 STRINGS_LIBRARY: Final = Library("strings")
 _lib = STRINGS_LIBRARY

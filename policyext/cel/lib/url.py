@@ -23,9 +23,10 @@ import string
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.net import AddressError, go_quote, parse_address
+from policyext.cel.values import no_such_overload
 
 _ALNUM: Final = string.ascii_letters + string.digits
 _MARK: Final = "-_.~"
