@@ -8,7 +8,23 @@ modules (an import-linter contract keeps them to it). See docs/cel.md for the la
 libraries and the limits.
 """
 
-from policyext.cel.celtypes import Type
+from policyext.cel.celtypes import (
+    BOOL,
+    DOUBLE,
+    DYN,
+    INT,
+    QUANTITY,
+    STRING,
+    TIMESTAMP,
+    Type,
+    object_type,
+)
+from policyext.cel.celtypes import (
+    list_of as list_type,
+)
+from policyext.cel.celtypes import (
+    map_of as map_type,
+)
 from policyext.cel.code import COST
 from policyext.cel.errors import (
     CELCheckError,
@@ -17,6 +33,7 @@ from policyext.cel.errors import (
     CELSyntaxError,
     CostLimitExceeded,
 )
+from policyext.cel.k8stypes import root as kubernetes_type
 from policyext.cel.lib.quantity import Quantity
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
@@ -29,12 +46,20 @@ from policyext.cel.values import (
     Optional,
     Timestamp,
     UInt,
+    format_timestamp,
     type_name,
 )
 
 __all__ = [
+    "BOOL",
     "COST",
     "DEFAULT_LIMITS",
+    "DOUBLE",
+    "DYN",
+    "INT",
+    "QUANTITY",
+    "STRING",
+    "TIMESTAMP",
     "CELCheckError",
     "CELError",
     "CELEvalError",
@@ -52,7 +77,12 @@ __all__ = [
     "UInt",
     "compile",
     "compile_tree",
+    "format_timestamp",
+    "kubernetes_type",
+    "list_type",
+    "map_type",
     "new_frame",
+    "object_type",
     "parse",
     "parse_timestamp",
     "placeholder",

@@ -19,9 +19,10 @@ from policyext.cel.celtypes import DYN, Type
 from policyext.cel.errors import CELCheckError, CELEvalError
 from policyext.cel.functions import FunctionTable
 from policyext.cel.lexer import position
+from policyext.cel.lib.format import check_format
 from policyext.cel.lib.regex import compile_regex
 from policyext.cel.limits import Limits
-from policyext.cel.values import UInt
+from policyext.cel.values import UInt, kind_of_class
 
 TYPE_NAMES: Final = frozenset(
     (
@@ -91,6 +92,17 @@ _LOOPS: Final = frozenset(
     )
 )
 _BINDERS: Final = frozenset(("bind", "optMap", "optFlatMap"))
+# the arguments of a macro that must be bool, by (macro, number of arguments)
+_PREDICATES: Final = {
+    ("all", 1): (0,),
+    ("exists", 1): (0,),
+    ("exists_one", 1): (0,),
+    ("filter", 1): (0,),
+    ("map", 2): (0,),
+    ("transformList", 2): (0,),
+    ("transformMap", 2): (0,),
+    ("transformMapEntry", 2): (0,),
+}
 _REGEX_FUNCTIONS: Final = frozenset(("matches", "find", "findAll"))
 
 
@@ -126,13 +138,18 @@ class Checker:
         limits: Limits,
         *,
         check: bool = True,
+        homogeneous: bool = True,
     ) -> None:
         self.source = source
+        # Kubernetes' rule that list and map literals hold one type (cel-go's
+        # HomogeneousAggregateLiterals); cel-spec's conformance tests run without it
+        self.homogeneous = homogeneous
         self.variables = {name: declared_type(d) for name, d in variables.items()}
         self.functions = functions
         self.limits = limits
         self.check = check
         self.locals: dict[str, list[Type]] = {}  # macro variables in scope, innermost last
+        self.in_format = 0  # inside `format(...)`: its list may mix types, as in cel-go
         self.loop_depth = 0
         self.result: Checked
 
@@ -146,11 +163,15 @@ class Checker:
         line, column = position(self.source, node.offset)
         return CELCheckError(message, line, column)
 
-    def no_overload(self, function: str, types: list[Type], node: ast.Node) -> CELCheckError:
-        shown = ", ".join(str(x) for x in types)
-        if len(types) > 1:
-            shown = f"({shown})"
-        return self.error(f"found no matching overload for '{function}' applied to '{shown}'", node)
+    def no_overload(
+        self, function: str, types: list[Type], node: ast.Node, *, member: bool = False
+    ) -> CELCheckError:
+        """cel-go's message: the argument types in parentheses, a member's target first."""
+        shown = ", ".join(str(x) for x in types[member:])
+        applied = f"{types[0]}.({shown})" if member else f"({shown})"
+        return self.error(
+            f"found no matching overload for '{function}' applied to '{applied}'", node
+        )
 
     # -- dispatch ----------------------------------------------------------------------
     def visit(self, node: ast.Node) -> Type:
@@ -229,13 +250,13 @@ class Checker:
             if resolved is not None:
                 return resolved
         operand = self.visit(node.operand)
+        field_type = self.field_type(operand, node)
         if node.test_only:
             return t.BOOL
         if self.check and operand.kind in _NOT_SELECTABLE and self.is_chain_base(node.operand):
             raise self.error(
                 f"type '{operand.kind}' does not support field selection", node.operand
             )
-        field_type = self.field_type(operand, node.field)
         if node.optional or operand.kind == "optional_type":
             return t.optional_of(field_type)
         return field_type
@@ -245,12 +266,25 @@ class Checker:
         only its base is checked for selection)."""
         return not _is_chain_step(node) or node in self.result.refs
 
-    def field_type(self, operand: Type, name: str) -> Type:
+    def field_type(self, operand: Type, node: ast.Select) -> Type:
+        """The type of `operand.field`; a field its object type does not have is an error."""
         if operand.kind == "optional_type":
             operand = operand.element
         if operand.kind == "map":
             return operand.value
-        return DYN
+        if operand.kind != "object":
+            return DYN
+        fields = operand.fields
+        found = fields.get(node.field)
+        if found is not None:
+            return found
+        if not self.check:
+            return DYN
+        message = f"no field '{node.field}' in {operand.name}"
+        near = t.suggestion(node.field, sorted(fields))
+        if near is not None:
+            message += f"; did you mean '{near}'?"
+        raise self.error(message, _field_position(node, self.source))
 
     # -- calls -------------------------------------------------------------------------
     def call(self, node: ast.Call) -> Type:
@@ -275,23 +309,58 @@ class Checker:
         if overload is None:
             self.unknown_function(name, name in self.functions.global_names(), len(args), node)
             return DYN
+        self.check_params(name, overload.params, arg_types, arg_types, node)
         self.check_constant_pattern(name, args, 1 if name == "matches" else -1, node)
-        del arg_types
+        if name in ("optional.of", "optional.ofNonZeroValue"):
+            return t.optional_of(arg_types[0])
         return t.named(overload.result)
 
     def member_call(self, node: ast.Call) -> Type:
         assert node.target is not None
         name = node.function
-        self.visit(node.target)
-        for a in node.args:
-            self.visit(a)
+        target = self.visit(node.target)
+        self.in_format += name == "format"
+        try:
+            arg_types = [self.visit(a) for a in node.args]
+        finally:
+            self.in_format -= name == "format"
         table = self.functions.find_member(name, len(node.args))
         if table is None:
             known = name in self.functions.member_names()
             self.unknown_function(name, known, len(node.args) + 1, node)
             return DYN
         self.check_constant_pattern(name, node.args, 0, node)
-        return t.named(table.result)
+        if name == "format":
+            self.check_constant_format(node)
+        generic = _generic_result(name, target)
+        if generic is not None:
+            return generic
+        if target.kind == "dyn" or table.fallback is not None:
+            return t.named(table.result)
+        by_kind = {kind_of_class(cls): o for cls, o in table.by_type.items()}
+        overload = by_kind.get(target.kind)
+        if overload is None:
+            if self.check:
+                raise self.no_overload(name, [target, *arg_types], node, member=True)
+            return DYN
+        self.check_params(name, overload.params, arg_types, [target, *arg_types], node, True)
+        return t.named(overload.result)
+
+    def check_params(
+        self,
+        name: str,
+        params: tuple[str, ...] | None,
+        args: list[Type],
+        shown: list[Type],
+        node: ast.Node,
+        member: bool = False,
+    ) -> None:
+        """Arguments of a kind the function never accepts (known statically) are an error."""
+        if not self.check or params is None:
+            return
+        for param, arg in zip(params, args, strict=False):
+            if arg.kind != "dyn" and arg.kind not in param.split("|"):
+                raise self.no_overload(name, shown, node, member=member)
 
     def unknown_function(self, name: str, known: bool, arity: int, node: ast.Node) -> None:
         """A check error; unchecked (cel-spec's disable_check), the planner makes the call
@@ -303,6 +372,20 @@ class Checker:
         else:
             message = f"undeclared reference to function '{name}'"
         raise self.error(message, node)
+
+    def check_constant_format(self, node: ast.Call) -> None:
+        """A constant format string with a list literal: its clauses against the list's
+        elements, as Kubernetes checks them when the expression is compiled."""
+        template = node.target
+        if not self.check or not isinstance(template, ast.Literal) or len(node.args) != 1:
+            return
+        elements = node.args[0]
+        if type(template.value) is not str or not isinstance(elements, ast.ListLit):
+            return
+        kinds = [self.result.type_of(e).kind for e in elements.elements]
+        problem = check_format(template.value, kinds)
+        if problem is not None:
+            raise self.error(problem, node)
 
     def check_constant_pattern(
         self, name: str, args: list[ast.Node], index: int, node: ast.Node
@@ -349,8 +432,9 @@ class Checker:
         return arg
 
     def equality(self, node: ast.Call) -> Type:
-        for a in node.args:
-            self.visit(a)
+        left, right = (self.visit(a) for a in node.args)
+        if self.check and not _comparable(left, right):
+            raise self.no_overload(node.function, [left, right], node)
         return t.BOOL
 
     def ordering(self, node: ast.Call) -> Type:
@@ -392,7 +476,9 @@ class Checker:
         return t.BOOL
 
     def index(self, node: ast.Call) -> Type:
-        container, _key = (self.visit(a) for a in node.args)
+        container, key = (self.visit(a) for a in node.args)
+        if self.check and container.kind == "object":
+            raise self.no_overload(node.function, [container, key], node)
         optional = node.function == "_[?_]" or container.kind == "optional_type"
         if container.kind == "optional_type":
             container = container.element
@@ -415,6 +501,9 @@ class Checker:
             et = self.visit(e)
             if i in node.optional_indices:
                 et = et.element if et.kind == "optional_type" else DYN
+            mixed = element is not None and not _equivalent(element, et)
+            if mixed and self.homogeneous and not self.in_format:
+                raise self.error(f"expected type '{element}' but found '{et}'", e)
             element = et if element is None else t.join(element, et)
         return t.list_of(element or DYN)
 
@@ -428,6 +517,11 @@ class Checker:
                 vt = vt.element if vt.kind == "optional_type" else DYN
             if self.check and kt.kind not in _MAP_KEY_KINDS:
                 raise self.error(f"unsupported map key type '{kt.kind}'", entry.key)
+            if key is not None and value is not None and self.homogeneous and not self.in_format:
+                if not _equivalent(key, kt):
+                    raise self.error(f"expected type '{key}' but found '{kt}'", entry.key)
+                if not _equivalent(value, vt):
+                    raise self.error(f"expected type '{value}' but found '{vt}'", entry.value)
             key = kt if key is None else t.join(key, kt)
             value = vt if value is None else t.join(value, vt)
         return t.map_of(key or DYN, value or DYN)
@@ -444,6 +538,10 @@ class Checker:
             scope[node.var2] = second
         loop = node if kind in _LOOPS else None
         bodies = [self.with_locals(scope, arg, loop) for arg in node.args]
+        for index in _PREDICATES.get((kind, len(node.args)), ()):
+            found = bodies[index]
+            if self.check and found.kind not in ("bool", "dyn"):
+                raise self.error(f"expected type 'bool' but found '{found}'", node.args[index])
         return _macro_result(kind, target, first, bodies)
 
     def with_locals(self, scope: dict[str, Type], body: ast.Node, loop: ast.Node | None) -> Type:
@@ -468,6 +566,42 @@ class Checker:
                 self.locals[name].pop()
                 if not self.locals[name]:
                     del self.locals[name]
+
+
+def _generic_result(name: str, target: Type) -> Type | None:
+    """The result of the members whose type follows their target's: an optional's value,
+    a list's first element."""
+    if target.kind == "optional_type":
+        if name in ("value", "orValue"):
+            return target.element
+        if name == "or":
+            return target
+    if target.kind == "list" and name in ("first", "last"):
+        return t.optional_of(target.element)
+    return None
+
+
+def _equivalent(a: Type, b: Type) -> bool:
+    """The same type, as far as it is known: dyn (what this checker cannot type) is never
+    a mismatch, so a literal cel-go accepts is never refused."""
+    return t.assignable(a, b)
+
+
+# null compares with what may be null: objects, optionals, dyn
+_NULLABLE: Final = frozenset(("null_type", "object", "optional_type", "dyn"))
+
+
+def _comparable(a: Type, b: Type) -> bool:
+    """Whether `==` may apply: cel-go's checker wants both sides of one type."""
+    if a.kind == "null_type" or b.kind == "null_type":
+        return a.kind in _NULLABLE and b.kind in _NULLABLE
+    return t.assignable(a, b)
+
+
+def _field_position(node: ast.Select, source: str) -> ast.Node:
+    """Where to point at an unknown field: its name (the node's offset is the dot)."""
+    at = source.find(node.field, node.offset)
+    return ast.Node(at) if at >= 0 else node
 
 
 def _loop_variables(kind: str, target: Type, two: bool) -> tuple[Type, Type]:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
+from policyext.cel.celtypes import TIMESTAMP
 from policyext.cel.chains import Step, compile_chain, is_chain_step
 from policyext.cel.checker import FUNCTION, LOCAL, TYPE_NAME, UNDECLARED, Checked
 from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
@@ -28,6 +29,7 @@ from policyext.cel.lexer import position
 from policyext.cel.lib.regex import compile_regex, regex_cost
 from policyext.cel.limits import Limits
 from policyext.cel.partial import PLACEHOLDER_PREFIX
+from policyext.cel.timeutil import parse_timestamp
 from policyext.cel.values import (
     CELType,
     Optional,
@@ -196,6 +198,12 @@ class Planner:
             self.selections.add((operand.name, field))
 
     def access_chain(self, node: ast.Node) -> Code:
+        code = self.chain(node)
+        if _reads_timestamp_field(node, self.checked):
+            return _as_timestamp(code)
+        return code
+
+    def chain(self, node: ast.Node) -> Code:
         steps: list[Step] = []  # from the innermost step outwards
         while is_chain_step(node) and node not in self.checked.refs:
             if isinstance(node, ast.Select):
@@ -665,6 +673,35 @@ def _root(node: ast.Node) -> ast.Node:
     while isinstance(node, ast.Select):
         node = node.operand
     return node
+
+
+def _reads_timestamp_field(node: ast.Node, checked: Checked) -> bool:
+    """A chain that ends at a `date-time` field of a Kubernetes object (`creationTimestamp`):
+    the JSON holds a string, CEL sees a timestamp, as in Kubernetes."""
+    if not isinstance(node, ast.Select):
+        return False
+    result = checked.type_of(node)
+    if result.kind == "optional_type":
+        result = result.element
+    operand = checked.type_of(node.operand)
+    if operand.kind == "optional_type":
+        operand = operand.element
+    return result == TIMESTAMP and operand.kind == "object"
+
+
+def _as_timestamp(code: Code) -> Code:
+    """The chain's string read as a timestamp (a value already one passes through)."""
+    fn = code.fn
+
+    def read(a: Activation) -> object:
+        v = fn(a)
+        if type(v) is str:
+            return parse_timestamp(v)
+        if type(v) is Optional and v.has_value() and type(v.value) is str:
+            return Optional(parse_timestamp(v.value))
+        return v
+
+    return Code(read, cost=code.cost)
 
 
 def _flatten(node: ast.Node, function: str, out: list[ast.Node]) -> None:

@@ -114,6 +114,7 @@ def compile(
     limits: Limits | None = None,
     check: bool = True,
     libraries: Sequence[Library] | None = None,
+    homogeneous: bool = True,
 ) -> Program:
     """Parse, check and compile a CEL expression.
 
@@ -128,7 +129,15 @@ def compile(
             f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
         )
     tree = parse(source, limits.max_nesting_depth)
-    return compile_tree(tree, source, variables, limits=limits, check=check, libraries=libraries)
+    return compile_tree(
+        tree,
+        source,
+        variables,
+        limits=limits,
+        check=check,
+        libraries=libraries,
+        homogeneous=homogeneous,
+    )
 
 
 def compile_tree(
@@ -139,6 +148,7 @@ def compile_tree(
     limits: Limits | None = None,
     check: bool = True,
     libraries: Sequence[Library] | None = None,
+    homogeneous: bool = True,
 ) -> Program:
     """Compile a parsed (or rewritten, see `partial`) expression; `source` is the text its
     offsets point into, for error positions."""
@@ -146,7 +156,8 @@ def compile_tree(
     table = _table(tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES)
     declared = variables or {}
     try:
-        checked = Checker(source, declared, table, limits, check=check).run(tree)
+        checker = Checker(source, declared, table, limits, check=check, homogeneous=homogeneous)
+        checked = checker.run(tree)
         planner = Planner(checked, declared, table, limits)
         code = planner.compile(tree)
     except RecursionError:

@@ -152,6 +152,19 @@ def index_of(items: ListValue, value: object) -> int:
     return -1
 
 
+def _includes_cost(target: object, _value: object) -> int:
+    return len(target) if type(target) in _LISTS else 0  # type: ignore[arg-type]
+
+
+@_lib.member("includes", 1, receiver=None, result="bool", cost=_includes_cost)
+def includes(target: object, value: object) -> bool:
+    """Kubernetes' lists library (version 1, Kubernetes 1.37): whether a list holds the
+    value; on any other target, whether the target itself equals it."""
+    if type(target) in _LISTS:
+        return any(cel_equals(item, value) for item in target)  # type: ignore[attr-defined]
+    return cel_equals(target, value)
+
+
 @_lib.member("lastIndexOf", 1, receiver=_LISTS, result="int", cost=_traversal_cost)
 def last_index_of(items: ListValue, value: object) -> int:
     for i in range(len(items) - 1, -1, -1):

@@ -455,14 +455,14 @@ def _cidr_or_error(text: str) -> CIDR:
         raise CELEvalError(err.reason) from None
 
 
-@_lib.function("ip", 1, result=IP.cel_type_name, cost=_scan_cost)
+@_lib.function("ip", 1, result=IP.cel_type_name, cost=_scan_cost, params=("string",))
 def _ip(text: object) -> IP:
     if type(text) is not str:
         raise no_such_overload("ip", text)
     return _ip_or_error(text)
 
 
-@_lib.function("isIP", 1, result="bool", cost=_scan_cost)
+@_lib.function("isIP", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_ip(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isIP", text)
@@ -473,7 +473,7 @@ def _is_ip(text: object) -> bool:
     return True
 
 
-@_lib.function("ip.isCanonical", 1, result="bool", cost=_double_scan_cost)
+@_lib.function("ip.isCanonical", 1, result="bool", cost=_double_scan_cost, params=("string",))
 def _ip_is_canonical(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("ip.isCanonical", text)
@@ -510,14 +510,14 @@ def _is_global_unicast(ip: IP) -> bool:
     return ip.is_global_unicast()
 
 
-@_lib.function("cidr", 1, result=CIDR.cel_type_name, cost=_scan_cost)
+@_lib.function("cidr", 1, result=CIDR.cel_type_name, cost=_scan_cost, params=("string",))
 def _cidr(text: object) -> CIDR:
     if type(text) is not str:
         raise no_such_overload("cidr", text)
     return _cidr_or_error(text)
 
 
-@_lib.function("isCIDR", 1, result="bool", cost=_scan_cost)
+@_lib.function("isCIDR", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_cidr(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isCIDR", text)
@@ -528,7 +528,9 @@ def _is_cidr(text: object) -> bool:
     return True
 
 
-@_lib.member("containsIP", 1, receiver=CIDR, result="bool", cost=_contains_ip_cost)
+@_lib.member(
+    "containsIP", 1, receiver=CIDR, result="bool", cost=_contains_ip_cost, params=("string|net.IP",)
+)
 def _contains_ip(cidr: CIDR, other: object) -> bool:
     if type(other) is str:
         return cidr.contains_ip(_ip_or_error(other))
@@ -537,7 +539,14 @@ def _contains_ip(cidr: CIDR, other: object) -> bool:
     raise no_such_overload("containsIP", cidr, other)
 
 
-@_lib.member("containsCIDR", 1, receiver=CIDR, result="bool", cost=_contains_cidr_cost)
+@_lib.member(
+    "containsCIDR",
+    1,
+    receiver=CIDR,
+    result="bool",
+    cost=_contains_cidr_cost,
+    params=("string|net.CIDR",),
+)
 def _contains_cidr(cidr: CIDR, other: object) -> bool:
     if type(other) is str:
         return cidr.contains_cidr(_cidr_or_error(other))
