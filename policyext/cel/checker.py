@@ -199,9 +199,6 @@ class Checker:
         raise self.error(f"unsupported expression {type(node).__name__}", node)
 
     # -- names -------------------------------------------------------------------------
-    def is_local(self, name: str) -> bool:
-        return name in self.locals
-
     def ident(self, node: ast.Ident) -> Type:
         name = node.name
         refs = self.result.refs
