@@ -41,6 +41,7 @@ from policyext.cel.partial import Split, placeholder, reads, split
 from policyext.cel.program import DEFAULT_LIMITS, Program, compile, compile_tree, new_frame
 from policyext.cel.timeutil import parse_timestamp
 from policyext.cel.values import (
+    INT64_MAX,
     CELType,
     Duration,
     Optional,
@@ -57,6 +58,7 @@ __all__ = [
     "DOUBLE",
     "DYN",
     "INT",
+    "INT64_MAX",
     "QUANTITY",
     "STRING",
     "TIMESTAMP",

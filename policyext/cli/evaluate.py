@@ -16,7 +16,7 @@ from typing import Any
 
 from policyext import cel
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, fail, usage
-from policyext.cli.inputs import read_pod
+from policyext.cli.inputs import read_pods
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
 from policyext.policy.environment import rule_variables
 from policyext.policy.resources import pod_requests
@@ -27,7 +27,9 @@ def register(commands: Commands) -> None:
         "eval", help="evaluate one CEL expression over a pod (and a node): value and type"
     )
     parser.add_argument("expression", metavar="EXPR", help="a CEL expression, as in a rule")
-    parser.add_argument("--pod", required=True, metavar="FILE", help="the Pod (YAML or JSON)")
+    parser.add_argument(
+        "--pod", required=True, metavar="FILE", help="the Pod, or a workload (YAML or JSON)"
+    )
     parser.add_argument("--node", metavar="NAME", help="the node of --snapshot to evaluate on")
     parser.add_argument(
         "--snapshot", metavar="FILE", help="Nodes and Pods (for --node, and nodeInfo)"
@@ -62,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _activation(args: argparse.Namespace) -> dict[str, Any]:
-    pod = read_pod(args.pod)
+    pods = read_pods(args.pod)
+    if len(pods) != 1:
+        raise SnapshotError(f"{args.pod}: holds {len(pods)} pods; eval takes one")
+    pod = pods[0].pod
     now = (
         cel.parse_timestamp(args.now)
         if args.now
