@@ -22,7 +22,7 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import HotVerbs
+from policyext.server.hotpath import AuditSink, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -65,6 +65,7 @@ def create_app(
     metrics: Metrics | None = None,
     options: Options | None = None,
     clock: Callable[[], int] = time.time_ns,
+    audits: AuditSink | None = None,
 ) -> Flask:
     """The application. `source` resolves NodeNames and knows the pods; `binder` creates
     Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
@@ -77,7 +78,7 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
     hot = HotVerbs(
-        store, source, metrics, clock, options.max_body, prefix, options.request_deadline
+        store, source, metrics, clock, options.max_body, prefix, options.request_deadline, audits
     )
 
     def raw_body() -> bytes:
@@ -168,13 +169,13 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        metrics.set_policy(store.current.version, store.current.rule_count())
+        metrics.set_policy(store.current)
         data, content_type = metrics.render()
         return Response(data, status=200, content_type=content_type)
 
     @app.errorhandler(wire.WireError)
     def bad_request(e: wire.WireError) -> Response:
-        metrics.requests.labels(_verb(), "400").inc()
+        metrics.count(_verb(), "400")
         return _error(400, str(e))
 
     @app.errorhandler(_Unsupported)
@@ -206,6 +207,8 @@ def create_app(
         return response
 
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+    # for what answers outside the application (the HTTP server's refusals, wsgi.py)
+    app.extensions["policyext.metrics"] = metrics
     return app
 
 
@@ -225,7 +228,8 @@ def chunked_framing_error(e: Exception) -> str:
             else "the body ended before its last chunk and its CRLF"
         )
     elif isinstance(e, http_errors.InvalidChunkExtension):
-        what = f"invalid chunk extension ({e.reason})"
+        reason = str(e.reason)
+        what = "invalid chunk extension" + ("" if "chunk extension" in reason else f" ({reason})")
     elif isinstance(e, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
         what = f"invalid trailer ({e})"
     elif isinstance(e, http_errors.LimitRequestHeaders):

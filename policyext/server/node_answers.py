@@ -213,9 +213,14 @@ def scores_by_node(
 ) -> tuple[Evaluation, bytes] | None:
     """The prioritize evaluation and reply from each node's remembered final score (kept
     with its piece of the reply), when a node's score is its own: every score rule that
-    applies is Clamp (MinMax depends on the other nodes of the request). None when parts
-    cannot be reused."""
-    if any(s.rule.normalize != "Clamp" for p in prepared.applied for s in p.scores):
+    applies is Clamp (MinMax depends on the other nodes of the request) and Enforce (an
+    Audit rule's scores are counted per request, and a part keeps only the final score).
+    None when parts cannot be reused."""
+    if any(
+        s.rule.normalize != "Clamp" or s.rule.mode == "Audit"  # (its scores are counted)
+        for p in prepared.applied
+        for s in p.scores
+    ):
         return None
     split = _split(answers, policies, source, args, now, prepared, filters=False)
     if split is None:
