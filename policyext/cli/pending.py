@@ -7,8 +7,7 @@ import argparse
 import sys
 import time
 
-from policyext.cel import CELError, Timestamp
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, Timestamp, parse_timestamp
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail, split_paths
 from policyext.cli.inputs import (
     cluster_api,

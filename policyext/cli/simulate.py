@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from policyext.cel import CELError
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, parse_timestamp
 from policyext.cli import pending
 from policyext.cli.flags import (
     EXIT_INVALID,

@@ -19,9 +19,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
-from policyext.cel import CELEvalError, Timestamp
-from policyext.cel.program import DEFAULT_LIMITS
-from policyext.cel.values import UInt, type_name
+from policyext.cel import DEFAULT_LIMITS, CELEvalError, Timestamp, UInt, type_name
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,

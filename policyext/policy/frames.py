@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policyext.cel import CELError, CELEvalError, Program, Timestamp
-from policyext.cel.program import COST
+from policyext.cel import COST, CELError, CELEvalError, Program, Timestamp
 from policyext.policy.compile import CompiledExpression, CompiledPolicy
 from policyext.policy.plan import Plan
 from policyext.policy.resources import (

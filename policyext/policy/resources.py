@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast, runtime_checkable
 
-from policyext.cel import CELEvalError
-from policyext.cel.lib.quantity import Quantity
-from policyext.cel.values import INT64_MAX
+from policyext.cel import INT64_MAX, CELEvalError, Quantity
 
 Resources = dict[str, Quantity]
 ZERO: Final = Quantity.from_int(0)

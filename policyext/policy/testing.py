@@ -14,8 +14,7 @@ from typing import Any, cast
 
 import yaml
 
-from policyext.cel import CELError
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
 from policyext.policy.loader import Document, discover, load_yaml_all, read_documents

@@ -240,7 +240,6 @@ SMALL = "a" * 10
         "s.lastIndexOf('b')",
         "s.substring(1)",
         "s.charAt(1)",
-        "s.reverse()",
         "[s, s].join('')",
         "strings.quote(s)",
         "base64.encode(bytes(s))",

@@ -171,8 +171,8 @@ def test_every_failing_rule_of_every_policy_is_reported_in_name_order() -> None:
                 "p": [
                     "{name: a, expression: 'false', message: kept}",
                     "{name: audit, mode: Audit, expression: 'false', message: audit}",
-                    "{name: ignored, failurePolicy: Ignore, expression: 'node.metadata.labels.x == 1'}",
-                    "{name: failed, expression: 'node.metadata.labels.x == 1'}",
+                    "{name: ignored, failurePolicy: Ignore, expression: 'int(node.metadata.labels.x) == 1'}",
+                    "{name: failed, expression: 'int(node.metadata.labels.x) == 1'}",
                     "{name: why, expression: 'false', messageExpression: \"'on ' + 'every node'\"}",
                 ]
             },
