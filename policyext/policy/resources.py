@@ -50,31 +50,37 @@ def _max_into(total: Resources, other: Mapping[str, Quantity]) -> None:
             total[name] = q
 
 
-def _container_requests(container: object) -> Resources:
-    if not isinstance(container, Mapping):
-        return {}
-    resources = container.get("resources")
-    if not isinstance(resources, Mapping):
-        return {}
-    return parse_resources(resources.get("requests"))
+def _container_requests(container: object, defaults: Mapping[str, Quantity]) -> Resources:
+    requests: Resources = {}
+    if isinstance(container, Mapping):
+        resources = container.get("resources")
+        if isinstance(resources, Mapping):
+            requests = parse_resources(resources.get("requests"))
+    for name, q in defaults.items():
+        requests.setdefault(name, q)
+    return requests
 
 
-def pod_requests(pod: Mapping[str, Any]) -> Resources:
+def pod_requests(
+    pod: Mapping[str, Any], missing: Mapping[str, Quantity] | None = None
+) -> Resources:
     """The pod's effective requests, as kube-scheduler computes them: the larger of the sum
     over the containers and what each init container needs while it runs (restartable init
     containers, i.e. sidecars, keep running and count with the containers), plus the pod
     overhead. Pod-level requests (`spec.resources`), when given, win. `cpu` and `memory` are
-    always present."""
+    always present. `missing`: what a container that requests nothing of a resource counts
+    as (kube-scheduler's non-zero defaults for scoring)."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         spec = {}
+    defaults = missing or {}
     total: Resources = {}
     for container in _list(spec.get("containers")):
-        add_into(total, _container_requests(container))
+        add_into(total, _container_requests(container, defaults))
     sidecars: Resources = {}
     init_peak: Resources = {}
     for container in _list(spec.get("initContainers")):
-        needed = _container_requests(container)
+        needed = _container_requests(container, defaults)
         if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
             add_into(total, needed)
             add_into(sidecars, needed)
