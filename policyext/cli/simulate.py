@@ -8,14 +8,14 @@ import sys
 
 from policyext.cel import CELError
 from policyext.cel.timeutil import parse_timestamp
-from policyext.cli import pending
+from policyext.cli import emulation, pending
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, fail, usage
 from policyext.cli.inputs import load_nodes, load_rules, read_pod
 from policyext.cli.output import emit
-from policyext.cli.tables import evaluation_table
+from policyext.cli.tables import decision_table
 from policyext.cluster.snapshot import SnapshotError
-from policyext.policy.engine import evaluate
-from policyext.policy.explain import evaluation_to_dict
+from policyext.policy.explain import decision_to_dict
+from policyext.policy.scheduler.decision import decide
 
 
 def register(commands: Commands) -> None:
@@ -50,6 +50,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
     pending.add_flags(parser)
     parser.add_argument("--now", metavar="TIME", help="the time as `now` (RFC 3339)")
+    emulation.add_flags(parser)
     add_output(parser, ("table", "json", "yaml"))
     parser.set_defaults(run=run)
 
@@ -58,6 +59,9 @@ def _wrong_combination(args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of flags argparse cannot express, if anything."""
     if (args.kubeconfig or args.context) and not args.cluster:
         return "--kubeconfig and --context go with --cluster"
+    wrong = emulation.wrong_combination(args)
+    if wrong is not None:
+        return wrong
     if args.pending:
         return pending.wrong_combination(args)
     if args.current or args.current_configmap or args.scheduler_name:
@@ -80,11 +84,19 @@ def run(args: argparse.Namespace) -> int:
         nodes, source = load_nodes(args)
     except (SnapshotError, CELError) as e:
         return fail(str(e))
-    evaluation = evaluate(policy_set, pod, nodes, source, now)
+    decision = decide(
+        policy_set,
+        pod,
+        nodes,
+        source,
+        now,
+        emulation.cluster(args, nodes, source),
+        extender_weight=args.extender_weight,
+    )
     emit(
         args.output,
-        lambda: evaluation_to_dict(evaluation),
-        lambda: evaluation_table(evaluation),
+        lambda: decision_to_dict(decision),
+        lambda: decision_table(decision),
         sys.stdout,
     )
     return EXIT_OK

@@ -174,15 +174,31 @@ def decide(
     )
 
 
-def describe(decision: Decision) -> str:
-    """One line naming what decided: the emulated scheduler and its plugins, or not."""
+def describe(decision: Decision) -> list[str]:
+    """What decided, in a few lines: the emulated scheduler, its plugins and weights, and
+    the extender's weight; or that the policies decided alone."""
     if not decision.emulated:
-        return "scheduler: not emulated (--policies-only): the policies alone decide"
-    scores = ", ".join(f"{p} x{w}" for p, w in WEIGHTS.items())
-    line = (
-        f"scheduler: {EMULATED}; filters {', '.join(decision.plugins)}; scores {scores}; "
-        f"policies x{decision.extender_weight} x{MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY}"
-    )
+        return ["scheduler: not emulated (--policies-only): the policies alone decide"]
+    factor = decision.extender_weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    first = f"scheduler: {EMULATED}, policies as an extender of weight {decision.extender_weight}"
+    first += f" (policy score x{factor})"
     if not decision.has_pods:
-        line += " (no pods known: every node looks empty)"
-    return line
+        first += "; no pods known: every node looks empty"
+    return [
+        first,
+        f"  filters: {', '.join(decision.plugins)}",
+        "  scores: " + ", ".join(f"{p} x{w}" for p, w in WEIGHTS.items()),
+    ]
+
+
+def scheduler_to_dict(decision: Decision) -> dict[str, Any] | None:
+    """The emulated scheduler as data (None when not emulated)."""
+    if not decision.emulated:
+        return None
+    return {
+        "emulated": EMULATED,
+        "filters": list(decision.plugins),
+        "scores": dict(WEIGHTS),
+        "extenderWeight": decision.extender_weight,
+        "podsKnown": decision.has_pods,
+    }
