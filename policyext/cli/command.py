@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from policyext.cli import config, serve, simulate, test, validate
+from policyext.cli import config, explain, serve, simulate, test, validate
 from policyext.cli.flags import EXIT_OK, EXIT_USAGE
 
-COMMANDS = (validate, simulate, test, serve, config)
+COMMANDS = (validate, simulate, explain, test, serve, config)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -22,19 +22,21 @@ def is_scalar(name: str) -> bool:
 
 
 def check(pod: Pod, node: NodeState) -> Rejected | None:
+    """Every resource that does not fit; unresolvable when the pod asks for more than the
+    whole node has (evicting pods cannot help)."""
     reasons: list[str] = []
+    unresolvable = False
     if len(node.pods) + 1 > node.allocatable.get("pods", 0):
         reasons.append(TOO_MANY_PODS)
     wanted = requests_of(pod.obj)
-    if any(wanted.get(name, 0) for name in _NAMED) or any(
-        v for k, v in wanted.items() if is_scalar(k)
-    ):
-        for name in (*_NAMED, *sorted(k for k in wanted if is_scalar(k))):
-            amount = wanted.get(name, 0)
-            if amount > 0 and amount > node.allocatable.get(name, 0) - node.requested.get(name, 0):
-                reasons.append(f"Insufficient {name}")
+    for name in (*_NAMED, *sorted(k for k in wanted if is_scalar(k))):
+        amount = wanted.get(name, 0)
+        capacity = node.allocatable.get(name, 0)
+        if amount > 0 and amount > capacity - node.requested.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            unresolvable = unresolvable or amount > capacity
     if reasons:
-        return Rejected(NAME, tuple(reasons), False)
+        return Rejected(NAME, tuple(reasons), unresolvable)
     return None
 
 
