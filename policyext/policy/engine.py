@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
-from policyext.cel import Timestamp
+from policyext.cel import CELEvalError, Timestamp
 from policyext.cel.program import DEFAULT_LIMITS
 from policyext.cel.values import UInt, type_name
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
@@ -336,20 +336,15 @@ def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]
 
 
 def _as_score(value: object) -> object:
-    """A number as a float (what the score pass computes with); anything else as it is."""
+    """A number as a float (what the score pass computes with); anything else as it is.
+    NaN and the infinities are not scores: they would make every other node's MinMax
+    score 0 (docs/policies.md)."""
     t = type(value)
     if t is int or t is UInt:
         return float(value)  # type: ignore[arg-type]
-    if t is float and math.isnan(value):  # type: ignore[arg-type]
-        return _NOT_A_NUMBER
+    if t is float and not math.isfinite(value):  # type: ignore[arg-type]
+        return Failure(CELEvalError(f"a score must be a finite number, got {value}"))
     return value
-
-
-class _NotANumber:
-    """What a NaN score is kept as: not a number the score pass can use."""
-
-
-_NOT_A_NUMBER: Final = _NotANumber()
 
 
 def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection | None:
@@ -392,7 +387,9 @@ def _reject(
             spec.unresolvable,
             error,
         )
-        if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
+        # an Audit rule never rejects, so its failurePolicy has nothing to decide: its
+        # error is a would-be rejection like any other (docs/policies.md)
+        if rule.failure_policy == "Ignore" and not audit:
             verdict.skipped = [*verdict.skipped, rejection]
             return
     else:
@@ -475,8 +472,6 @@ def final_score(weighted_sum: float, weights: int) -> int:
 def _why_not_a_number(value: object) -> str:
     if isinstance(value, Failure):
         return value.error.message
-    if value is _NOT_A_NUMBER:
-        return "a score must not be NaN"
     return f"a score must be a number, got {type_name(value)}"
 
 
@@ -488,10 +483,15 @@ def _normalize(raw: list[float | None], mode: str) -> list[float]:
         if not values:
             return [0.0] * len(raw)
         low, high = min(values), max(values)
-        if high == low or math.isinf(high - low):
+        if high == low:
             return [0.0] * len(raw)
-        scale = MAX_SCORE / (high - low)
-        return [0.0 if v is None else (v - low) * scale for v in raw]
+        span = high - low
+        if math.isinf(span):  # finite values more than the largest double apart
+            # halving is exact, and the halves' span is finite: the same ratios
+            half = low / 2
+            span = high / 2 - half
+            return [0.0 if v is None else (v / 2 - half) / span * MAX_SCORE for v in raw]
+        return [0.0 if v is None else (v - low) / span * MAX_SCORE for v in raw]
     top = float(MAX_SCORE)
     return [
         0.0 if v is None or v <= 0.0 else (v if v <= top else top)  # the clamp, inline
