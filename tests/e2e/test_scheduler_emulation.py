@@ -13,8 +13,10 @@ Seeded: a failure names its seed, and POLICYEXT_E2E_SEED=<seed> replays that rou
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +29,13 @@ from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.decision import Decision, decide
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node
-from tests.e2e.extender import PROBE_POLICY, Extender, eventually, scheduler_config
+from tests.e2e.extender import (
+    PROBE_POLICY,
+    Extender,
+    eventually,
+    policyext_argv,
+    scheduler_config,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -300,3 +308,43 @@ def test_kube_scheduler_places_every_pod_where_the_emulation_says(
             admin.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", gracePeriodSeconds="0")
         checked[outcome] += 1
     assert sum(checked.values()) == PODS_PER_ROUND
+
+
+def test_explain_shows_a_pending_pods_reasons_and_its_failed_scheduling_event(
+    control_plane: ControlPlane, admin: KubeClient, namespace: str, extender: Extender, rules: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:5]
+    taint = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+    admin.create_fake_node(fake_node(f"tainted-{suffix}", taints=[taint]))
+    admin.create_fake_node(fake_node(f"small-{suffix}", cpu="1"))
+    admin.create_fake_node(fake_node(f"silver-{suffix}", cpu="8", labels={"tier": "silver"}))
+    manifest = _random_pod(random.Random(0), "waiting")
+    manifest["metadata"]["labels"] = {"app": "web", "tier": "gold"}  # gold pods: gold nodes
+    manifest["spec"] = {
+        "schedulerName": SCHEDULER,
+        "automountServiceAccountToken": False,
+        "containers": [_container(random.Random(0), host_port=False)],
+    }
+    manifest["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "2"}
+    admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
+    event = eventually(lambda: _failed_scheduling(admin, namespace, "waiting"), timeout=60)
+
+    run = subprocess.run(
+        [
+            *policyext_argv("explain", f"{namespace}/waiting", "--cluster"),
+            *("--kubeconfig", str(control_plane.admin_kubeconfig), "--rules", str(rules)),
+            *("-o", "json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["lastFailedScheduling"]["message"] == event
+    assert event.startswith(data["unschedulable"] + " ")
+    sides = {n["name"]: n["rejectedBy"] for n in data["nodes"]}
+    assert sides[f"tainted-{suffix}"] == "scheduler"
+    assert sides[f"small-{suffix}"] == "scheduler"
+    assert sides[f"silver-{suffix}"] == "policies"
