@@ -125,3 +125,13 @@ def test_without_the_emulation_the_policies_alone_decide() -> None:
     nodes = [node("a"), tainted]
     assert decide(policies, pod(), nodes, None, None, None).tied() == ["b"]
     assert decide(policies, pod(), nodes, None, None, Cluster(nodes, [])).tied() == ["a"]
+
+
+def test_containers_without_requests_count_the_scheduler_defaults_when_scoring() -> None:
+    from policyext.policy.scheduler.cluster import non_zero_requests_of, requests_of
+
+    sidecar = {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}
+    incoming = pod(containers=[{"name": "c"}], initContainers=[sidecar], overhead={"cpu": "50m"})
+    assert requests_of(incoming) == {"cpu": 1050, "memory": 0}
+    # the container and the sidecar without a memory request count 200Mi each
+    assert non_zero_requests_of(incoming) == {"cpu": 1150, "memory": 2 * 200 * 1024 * 1024}
