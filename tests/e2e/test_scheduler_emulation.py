@@ -41,7 +41,9 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULER = "emulation-differential"
 SEEDS = (
-    [int(os.environ["POLICYEXT_E2E_SEED"])] if "POLICYEXT_E2E_SEED" in os.environ else [7, 11, 23]
+    [int(os.environ["POLICYEXT_E2E_SEED"])]
+    if "POLICYEXT_E2E_SEED" in os.environ
+    else [2, 5, 7, 11, 23]
 )
 NODES_PER_ROUND = 5
 PODS_PER_ROUND = 10
