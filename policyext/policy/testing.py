@@ -2,8 +2,9 @@
 
 A test names its policies and a snapshot of Nodes and Pods; each case gives a pod and what
 to expect: the exact feasible set, a rule (or scheduler plugin) that rejects a node, the
-best node, the policies' final scores. Cases are judged as kube-scheduler would decide with
-the policies as its extender (scheduler/decision.py), unless the emulation is turned off.
+Audit rules that would have, the best node, the policies' final scores. Cases are judged as
+kube-scheduler would decide with the policies as its extender (scheduler/decision.py),
+unless the test turns the emulation off (`spec.schedulerEmulation: false`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import yaml
 from policyext.cel import CELError
 from policyext.cel.timeutil import parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.loader import Document, discover, load_yaml, read_documents
+from policyext.policy.engine import NodeVerdict
+from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.decision import Decision, decide
 from policyext.policy.schema import validate
+from policyext.policy.workloads import pod_from, pods_from
 
 SourceLoader = Callable[[Path], NodeSource]
 
@@ -41,6 +44,7 @@ class TestResult:
     file: str
     cases: list[CaseResult] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)  # the test itself could not run
+    scheduler_emulation: bool = True  # the test's spec.schedulerEmulation
 
     @property
     def passed(self) -> int:
@@ -63,7 +67,14 @@ def find_tests(paths: Iterable[str | Path]) -> tuple[list[Document], list[Issue]
     return tests, issues
 
 
-def run_test(doc: Document, load_source: SourceLoader, emulate: bool = True) -> TestResult:
+def wants_scheduler_emulation(spec: dict[str, Any]) -> bool:
+    """The test's switch for the scheduler emulation, `spec.schedulerEmulation` (default
+    true): false judges its cases by the policies alone, as `--policies-only` does. The
+    emulation itself is the caller's to pass in; this says whether the test wants it."""
+    return bool(spec.get("schedulerEmulation", True))
+
+
+def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
     data = cast(dict[str, Any], doc.data)
     name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data, dict) else ""
     result = TestResult(name, doc.file)
@@ -72,6 +83,7 @@ def run_test(doc: Document, load_source: SourceLoader, emulate: bool = True) -> 
         result.issues = schema_issues
         return result
     spec = data["spec"]
+    result.scheduler_emulation = wants_scheduler_emulation(spec)
     folder = Path(doc.file).parent
     try:
         policies = load_policy_set([folder / p for p in spec["policies"]])
@@ -86,7 +98,8 @@ def run_test(doc: Document, load_source: SourceLoader, emulate: bool = True) -> 
             result.issues = [Issue(doc.location(("spec", "snapshot")), str(e), name)]
             return result
     nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
-    cluster = Cluster(nodes, getattr(source, "pods", None)) if emulate else None
+    pods = getattr(source, "pods", None)
+    cluster = Cluster(nodes, pods) if result.scheduler_emulation else None
     for i, case in enumerate(spec["cases"]):
         result.cases.append(_run_case(doc, i, case, spec, folder, policies, source, cluster))
     return result
@@ -117,18 +130,26 @@ def _run_case(
 
 
 def _pod(value: object, folder: Path) -> dict[str, Any]:
+    """The case's pod: inline or in a file, a Pod or a workload's pod template; ValueError
+    when it is not one, or when one of its requests is not a quantity kube-scheduler can
+    count (InvalidQuantity names the field)."""
     if isinstance(value, dict):
-        return value
-    loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{value}: not a Pod object")
-    return loaded
+        pod = pod_from(value, "the inline pod").pod
+    else:
+        path = folder / str(value)
+        pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+        if len(pods) != 1:
+            raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
+        pod = pods[0].pod
+    pod_requests(pod)
+    return pod
 
 
 def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
     """Every way the decision differs from the expectation, as readable lines."""
     diffs: list[str] = []
     by_name = {n.name: n for n in decision.nodes}
+    verdicts = {n.name: n.policy for n in decision.nodes}
     feasible = sorted(n.name for n in decision.feasible())
     if "feasible" in expect:
         wanted = sorted(expect["feasible"])
@@ -150,11 +171,13 @@ def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
         if rule not in rules:
             got = ", ".join(rules) if rules else "not rejected"
             diffs.append(f"rejected: expected {node} rejected by {rule}, got {got}")
+    for node, wanted in sorted((expect.get("auditRejected") or {}).items()):
+        diffs.extend(_audit_differences(node, wanted, verdicts.get(node)))
     if "best" in expect:
         best = decision.best()
         wanted_best = expect["best"]
-        if wanted_best not in decision.tied():
-            got_best = best.name if best is not None else None
+        got_best = best.name if best is not None else None
+        if got_best != wanted_best and wanted_best not in decision.tied():
             diffs.append(f"best: expected {wanted_best}, got {got_best}")
     for node, score in sorted((expect.get("scores") or {}).items()):
         found = by_name.get(node)
@@ -162,3 +185,22 @@ def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
         if final != score:
             diffs.append(f"scores: expected {node}={score}, got {final}")
     return diffs
+
+
+def _audit_differences(
+    node: str, wanted: str | list[str], verdict: NodeVerdict | None
+) -> list[str]:
+    """`auditRejected: {node: rule}` or `{node: [rules]}`: each rule is among the Audit
+    rules that would have rejected the node; `[]`: no Audit rule would have."""
+    if verdict is None:
+        return [f"auditRejected: node {node!r} is not in the snapshot"]
+    got = [r.rule_id for r in verdict.audits]
+    shown = ", ".join(got) if got else "no Audit rule"
+    rules = [wanted] if isinstance(wanted, str) else wanted
+    if not rules and got:
+        return [f"auditRejected: expected no Audit rule to reject {node}, got {shown}"]
+    return [
+        f"auditRejected: expected {node} rejected by Audit rule {rule}, got {shown}"
+        for rule in rules
+        if rule not in got
+    ]

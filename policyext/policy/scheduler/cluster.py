@@ -33,11 +33,11 @@ def amounts(resources: Resources) -> Amounts:
 
 
 def requests_of(pod: Json) -> Amounts:
-    return amounts(pod_requests(pod))
+    return amounts(pod_requests(pod, strict=False))
 
 
 def non_zero_requests_of(pod: Json) -> Amounts:
-    return amounts(pod_requests(pod, NON_ZERO_DEFAULTS))
+    return amounts(pod_requests(pod, strict=False, missing=NON_ZERO_DEFAULTS))
 
 
 def _add(total: Amounts, extra: Mapping[str, int]) -> None:

@@ -74,8 +74,7 @@ class NodeDecision:
         if self.scheduler is not None:
             return list(self.scheduler.reasons)
         if not self.policy.feasible:
-            v = self.policy
-            return [v.unresolvable_message() if v.unresolvable else v.message()]
+            return [self.policy.message()]  # what the extender's filter sends for the node
         return []
 
 
