@@ -144,3 +144,35 @@ def test_policy_test_reports_each_case_and_the_differences_of_a_failing_one(
     assert "feasible: expected ['general-a'], got ['general-b']" in out
     assert "best: expected general-a, got general-b" in out
     assert out.rstrip().endswith("1 passed, 1 failed")
+
+
+@pytest.mark.parametrize(
+    ("emulation", "feasible"),
+    [
+        (True, ["general-a", "general-b", "general-c", "spot-c"]),
+        (False, ["general-a", "general-b", "general-c", "gpu-a", "payments-b", "spot-c"]),
+    ],
+)
+def test_a_policy_test_is_judged_with_the_scheduler_unless_it_turns_the_emulation_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], emulation: bool, feasible: list[str]
+) -> None:
+    test = {
+        "apiVersion": "policyext.io/v1alpha1",
+        "kind": "PolicyTest",
+        "metadata": {"name": "emulation"},
+        "spec": {
+            "policies": [str(ROOT / "rules" / "most-free-cpu.yaml")],
+            "snapshot": str(FIXTURES / "cluster.yaml"),
+            "schedulerEmulation": emulation,
+            "cases": [
+                {
+                    "name": "the web pod",
+                    "pod": str(FIXTURES / "web-pod.yaml"),
+                    "expect": {"feasible": feasible},
+                }
+            ],
+        },
+    }
+    path = tmp_path / "emulation.test.yaml"
+    path.write_text(yaml.safe_dump(test))
+    assert main(["test", str(path)]) == 0, capsys.readouterr().out
