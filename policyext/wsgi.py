@@ -30,7 +30,7 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
-from policyext.server.metrics import Metrics
+from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import FramingThreadWorker, json_refusal
 from policyext.settings import Settings
@@ -160,17 +160,12 @@ class JsonErrorWorker(FramingThreadWorker):
             super().handle_error(req, client, addr, exc)
             return
         _, status, reason = refused
-        self.refused(status)
+        count_refused(self.wsgi, status)
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         try:
             write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
         except OSError:
             self.log.debug("Failed to send error message.")
-
-    def refused(self, status: int) -> None:
-        metrics = getattr(self.wsgi, "extensions", {}).get("policyext.metrics")
-        if isinstance(metrics, Metrics):
-            metrics.count_refused(status)
 
 
 class Server(BaseApplication):  # type: ignore[misc]

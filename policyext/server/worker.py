@@ -41,6 +41,7 @@ from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server.metrics import count_refused
 
 log = logging.getLogger("policyext.server")
 
@@ -233,13 +234,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def _refuse(self, conn: Any, status: int, reason: str, message: str) -> None:
         log.warning("refused a request from %s: %s", _peer(conn), message)
-        self.refused(status)
+        count_refused(self.wsgi, status)
         self._send(conn, json_refusal(status, reason, message))
         self._close(conn)
-
-    def refused(self, status: int) -> None:
-        """Told of every request refused before the application saw it (a subclass
-        counts them)."""
 
     def _drop(self, conn: Any, why: str, level: int) -> None:
         log.log(level, "closed the connection from %s: %s", _peer(conn), why)
