@@ -8,6 +8,7 @@ import sys
 import time
 
 from policyext.cel import CELError, Timestamp, parse_timestamp
+from policyext.cli import emulation
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail, split_paths
 from policyext.cli.inputs import (
     cluster_api,
@@ -76,6 +77,16 @@ def run(args: argparse.Namespace, candidate: PolicySet) -> int:
         return fail(str(e))
     assert current is not None
     pods = [p for p in source.pods if is_pending(p, args.scheduler_name)]
-    result = compare(current, candidate, pods, list(source.nodes.values()), source, now)
+    nodes = list(source.nodes.values())
+    result = compare(
+        current,
+        candidate,
+        pods,
+        nodes,
+        source,
+        now,
+        emulation.cluster(args, nodes, source),
+        args.extender_weight,
+    )
     emit(args.output, lambda: whatif_to_dict(result), lambda: whatif_table(result), sys.stdout)
     return EXIT_OK

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from policyext.cel import CELError, parse_timestamp
-from policyext.cli import pending
+from policyext.cli import emulation, pending
 from policyext.cli.flags import (
     EXIT_INVALID,
     EXIT_OK,
@@ -20,10 +20,10 @@ from policyext.cli.flags import (
 )
 from policyext.cli.inputs import load_nodes, load_rules, read_pods
 from policyext.cli.output import emit
-from policyext.cli.tables import evaluation_table
+from policyext.cli.tables import decision_table
 from policyext.cluster.snapshot import SnapshotError
-from policyext.policy.engine import evaluate
-from policyext.policy.explain import evaluation_to_dict
+from policyext.policy.explain import decision_to_dict
+from policyext.policy.scheduler.decision import decide
 
 
 def register(commands: Commands) -> None:
@@ -70,6 +70,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
     pending.add_flags(parser)
     parser.add_argument("--now", metavar="TIME", help="the time as `now` (RFC 3339)")
+    emulation.add_flags(parser)
     add_output(parser, ("table", "json", "yaml"))
     parser.set_defaults(run=run)
 
@@ -82,6 +83,9 @@ def _wrong_combination(args: argparse.Namespace) -> str | None:
         return "--kubeconfig and --context go with --cluster"
     if args.no_pods and not args.snapshot:
         return "--no-pods goes with --snapshot"
+    wrong = emulation.wrong_combination(args)
+    if wrong is not None:
+        return wrong
     if args.pending:
         return pending.wrong_combination(args)
     if args.current or args.current_configmap or args.scheduler_name:
@@ -104,23 +108,30 @@ def run(args: argparse.Namespace) -> int:
         nodes, source = load_nodes(args)
     except (SnapshotError, CELError) as e:
         return fail(str(e))
-    results = [(p, evaluate(policy_set, p.pod, nodes, source, now)) for p in pods]
+    cluster = emulation.cluster(args, nodes, source)
+    results = [
+        (
+            p,
+            decide(
+                policy_set, p.pod, nodes, source, now, cluster, extender_weight=args.extender_weight
+            ),
+        )
+        for p in pods
+    ]
     if len(results) == 1:  # one pod: its result alone, as it always was
-        [(_, evaluation)] = results
+        [(_, decision)] = results
         emit(
             args.output,
-            lambda: evaluation_to_dict(evaluation),
-            lambda: evaluation_table(evaluation),
+            lambda: decision_to_dict(decision),
+            lambda: decision_table(decision),
             sys.stdout,
         )
     else:  # each pod of a List: its name and where it came from, then its result
         emit(
             args.output,
-            lambda: [
-                {"pod": p.name, "from": p.origin, **evaluation_to_dict(e)} for p, e in results
-            ],
+            lambda: [{"pod": p.name, "from": p.origin, **decision_to_dict(d)} for p, d in results],
             lambda: "\n".join(
-                f"== pod {p.name} (from {p.origin})\n{evaluation_table(e)}" for p, e in results
+                f"== pod {p.name} (from {p.origin})\n{decision_table(d)}" for p, d in results
             ),
             sys.stdout,
         )

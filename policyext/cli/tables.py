@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyext.policy.engine import Evaluation, NodeVerdict
+from policyext.policy.engine import NodeVerdict, RuleScore
+from policyext.policy.scheduler.decision import Decision, NodeDecision, describe
 from policyext.policy.testing import TestResult
 from policyext.policy.whatif import BECOMES_UNSCHEDULABLE, Placement, WhatIf
 
@@ -15,7 +16,7 @@ def _format_number(value: float | None) -> str:
     return f"{value:g}"
 
 
-def _details(v: NodeVerdict) -> list[str]:
+def _policy_lines(v: NodeVerdict, scores: Sequence[RuleScore]) -> list[str]:
     lines = [
         f"rejected by {r.rule_id}: {r.message}" + (f" ({r.error})" if r.error else "")
         for r in v.rejections
@@ -26,24 +27,45 @@ def _details(v: NodeVerdict) -> list[str]:
         + (f" ({r.error})" if r.error else "")
         for r in v.audits
     ]
-    for s in v.scores:
+    for s in scores:
         tag = " (audit)" if s.audit else ""
         error = f" [{s.error}]" if s.error else ""
         lines.append(
             f"score {s.policy}/{s.rule}{tag}: value {_format_number(s.value)}"
             f" -> {s.score:.2f} x weight {s.weight}{error}"
         )
+    return lines
+
+
+def _scheduler_lines(d: Decision, n: NodeDecision) -> list[str]:
+    if n.scheduler is not None:
+        reasons = ", ".join(n.scheduler.reasons)
+        return [f"rejected by scheduler {n.scheduler.plugin}: {reasons}"]
+    if not d.emulated or n.total is None:
+        return []
+    parts = [f"{s.plugin} {s.score}x{s.weight}" for s in n.plugin_scores]
+    plugins = sum(s.weighted for s in n.plugin_scores)
+    return [f"scheduler: {', '.join(parts)} = {plugins}"]
+
+
+def _details(d: Decision, n: NodeDecision) -> list[str]:
+    lines = _scheduler_lines(d, n) + _policy_lines(n.policy, n.policy_scores)
+    if d.emulated and n.policy_score is not None:
+        factor = d.extender_weight * 10
+        lines.append(f"policies: {n.policy_score} x{factor} = {n.policy_score * factor}")
     return lines or ["-"]
 
 
-def _order(v: NodeVerdict) -> tuple[int, int, str]:
-    return (0 if v.feasible else 1, -(v.score or 0), v.name)
+def _order(n: NodeDecision) -> tuple[int, int, str]:
+    return (0 if n.feasible else 1, -(n.total or 0), n.name)
 
 
-def evaluation_table(ev: Evaluation) -> str:
-    """Nodes ranked best first: feasible or not, every reason, each score, the final score;
-    then the node that would be chosen."""
-    out: list[str] = []
+def decision_table(d: Decision) -> str:
+    """What decided, which policies apply, then the nodes ranked best first: feasible or
+    not, the scheduler's and the policies' reasons, each score, the total; then the node
+    the scheduler would pick, or its FailedScheduling message."""
+    ev = d.evaluation
+    out = describe(d)
     for m in ev.matches:
         state = "applies" if m.applies else "does not apply"
         detail = f": {m.reason}" if not m.applies or m.error else ""
@@ -52,23 +74,33 @@ def evaluation_table(ev: Evaluation) -> str:
     if not ev.matches:
         out.append("no policies loaded")
     out.append("")
-    rows = sorted(ev.nodes, key=_order)
-    width = max([len("NODE"), *(len(v.name) for v in rows)])
+    rows = sorted(d.nodes, key=_order)
+    width = max([len("NODE"), *(len(n.name) for n in rows)])
     out.append(f"{'NODE':<{width}}  {'FEASIBLE':<8}  {'SCORE':>5}  DETAILS")
-    for v in rows:
-        score = "-" if v.score is None or not v.feasible else str(v.score)
-        details = _details(v)
-        feasible = "yes" if v.feasible else ("no*" if v.unresolvable else "no")
-        out.append(f"{v.name:<{width}}  {feasible:<8}  {score:>5}  {details[0]}")
+    for n in rows:
+        score = "-" if n.total is None or not n.feasible else str(n.total)
+        details = _details(d, n)
+        feasible = "yes" if n.feasible else ("no*" if n.unresolvable else "no")
+        out.append(f"{n.name:<{width}}  {feasible:<8}  {score:>5}  {details[0]}")
         out.extend(f"{'':<{width}}  {'':<8}  {'':>5}  {line}" for line in details[1:])
     out.append("")
-    feasible_count = sum(v.feasible for v in ev.nodes)
-    best = ev.best()
-    out.append(f"{feasible_count} of {len(ev.nodes)} nodes feasible (no*: unresolvable)")
-    if best is not None:
-        out.append(f"best node is {best.name} (score {best.score})")
-    else:
+    count = len(d.feasible())
+    summary = f"{count} of {len(d.nodes)} nodes feasible (no*: unresolvable)"
+    if d.emulated:
+        by_scheduler = sum(n.rejected_by == "scheduler" for n in d.nodes)
+        by_policies = sum(n.rejected_by == "policies" for n in d.nodes)
+        summary += f"; rejected by the scheduler: {by_scheduler}, by the policies: {by_policies}"
+    out.append(summary)
+    best = d.best()
+    if best is None:
         out.append("no node fits this pod")
+        message = d.unschedulable_message()
+        if d.emulated and message:
+            out.append(f"kube-scheduler would report: {message}")
+    else:
+        tied = [name for name in d.tied() if name != best.name]
+        also = f", tied with {', '.join(tied)}" if tied else ""
+        out.append(f"best node is {best.name} (score {best.total}{also})")
     return "\n".join(out) + "\n"
 
 

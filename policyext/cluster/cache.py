@@ -192,6 +192,11 @@ class ClusterSource:
     def node_count(self) -> int:
         return len(self._with_node)
 
+    def node_names(self) -> list[str]:
+        """Every node's name, sorted (/explain without NodeNames)."""
+        with self._lock:
+            return sorted(self._with_node)
+
     def get_node(self, name: str) -> Json | None:
         entry = self._entries.get(name)
         return entry.node if entry is not None else None

@@ -131,3 +131,15 @@ def _server_message(error: ApiException) -> str:
         if isinstance(status, dict) and status.get("message"):
             return " ".join(str(status["message"]).split())
     return ""
+
+
+def failed_scheduling_events(api: k8s.ApiClient, namespace: str, name: str) -> list[Json]:
+    """The FailedScheduling events of one pod (`policyext explain --cluster`)."""
+    core = k8s.CoreV1Api(api)
+    selector = f"involvedObject.name={name},reason=FailedScheduling"
+
+    def call(**kwargs: Any) -> Any:
+        return core.list_namespaced_event(namespace, field_selector=selector, **kwargs)
+
+    host = str(api.configuration.host)
+    return _list_all(call, "Event", host, "events", f"in namespace {namespace}")

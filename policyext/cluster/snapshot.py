@@ -132,6 +132,10 @@ class SnapshotSource:
     def node_count(self) -> int:
         return len(self.nodes)
 
+    def node_names(self) -> list[str]:
+        """Every node's name, sorted (/explain without NodeNames)."""
+        return sorted(self.nodes)
+
     def node_stamps(self, names: Sequence[str]) -> list[object]:
         """Per name, the node object itself (None for a name not in the file): a file's
         nodes and their information never change."""

@@ -91,13 +91,17 @@ def _max_into(total: Resources, other: Mapping[str, Quantity]) -> None:
             total[name] = q
 
 
-def _container_requests(container: object, strict: bool) -> Resources:
-    if not isinstance(container, Mapping):
-        return {}
-    resources = container.get("resources")
-    if not isinstance(resources, Mapping):
-        return {}
-    return _resources(resources.get("requests"), strict)
+def _container_requests(
+    container: object, strict: bool, defaults: Mapping[str, Quantity]
+) -> Resources:
+    requests: Resources = {}
+    if isinstance(container, Mapping):
+        resources = container.get("resources")
+        if isinstance(resources, Mapping):
+            requests = _resources(resources.get("requests"), strict)
+    for name, q in defaults.items():
+        requests.setdefault(name, q)
+    return requests
 
 
 def _resources(raw: object, strict: bool) -> Resources:
@@ -116,7 +120,9 @@ def _resources(raw: object, strict: bool) -> Resources:
         return out
 
 
-def pod_requests(pod: Mapping[str, Any], strict: bool = True) -> Resources:
+def pod_requests(
+    pod: Mapping[str, Any], strict: bool = True, missing: Mapping[str, Quantity] | None = None
+) -> Resources:
     """The pod's effective requests, as kube-scheduler computes them: the larger of the sum
     over the containers and what each init container needs while it runs (restartable init
     containers, i.e. sidecars, keep running and count with the containers), plus the pod
@@ -125,22 +131,24 @@ def pod_requests(pod: Mapping[str, Any], strict: bool = True) -> Resources:
 
     An invalid quantity raises InvalidQuantity, naming the pod, the container and the
     resource; with `strict=False` it is left out instead (for pods kube-apiserver has
-    validated, where it cannot happen)."""
+    validated, where it cannot happen). `missing`: what a container that requests nothing
+    of a resource counts as (kube-scheduler's non-zero defaults for scoring)."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         spec = {}
     field = "spec"
+    defaults = missing or {}
     try:
         total: Resources = {}
         containers = _list(spec.get("containers"))
         for i, container in enumerate(containers):
             field = f"spec.containers[{i}]"
-            add_into(total, _container_requests(container, strict))
+            add_into(total, _container_requests(container, strict, defaults))
         sidecars: Resources = {}
         init_peak: Resources = {}
         for i, container in enumerate(_list(spec.get("initContainers"))):
             field = f"spec.initContainers[{i}]"
-            needed = _container_requests(container, strict)
+            needed = _container_requests(container, strict, defaults)
             if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
                 add_into(total, needed)
                 add_into(sidecars, needed)

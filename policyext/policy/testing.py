@@ -1,8 +1,10 @@
 """PolicyTest: cases that pin what policies decide, run by `policyext test`.
 
 A test names its policies and a snapshot of Nodes and Pods; each case gives a pod and what
-to expect: the exact feasible set, a rule that rejects a node, the Audit rules that would
-have, the best node, final scores.
+to expect: the exact feasible set, a rule (or scheduler plugin) that rejects a node, the
+Audit rules that would have, the best node, the policies' final scores. Cases are judged as
+kube-scheduler would decide with the policies as its extender (scheduler/decision.py),
+unless the test turns the emulation off (`spec.schedulerEmulation: false`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import yaml
 
 from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
+from policyext.policy.engine import NodeVerdict
 from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
 from policyext.policy.resources import NodeSource, pod_requests
+from policyext.policy.scheduler.cluster import Cluster
+from policyext.policy.scheduler.decision import Decision, decide
 from policyext.policy.schema import validate
 from policyext.policy.workloads import pod_from, pods_from
 
@@ -92,8 +96,11 @@ def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
         except Exception as e:  # a snapshot that cannot be read fails the test, not the run
             result.issues = [Issue(doc.location(("spec", "snapshot")), str(e), name)]
             return result
+    nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
+    pods = getattr(source, "pods", None)
+    cluster = Cluster(nodes, pods) if result.scheduler_emulation else None
     for i, case in enumerate(spec["cases"]):
-        result.cases.append(_run_case(doc, i, case, spec, folder, policies, source))
+        result.cases.append(_run_case(doc, i, case, spec, folder, policies, source, cluster))
     return result
 
 
@@ -105,6 +112,7 @@ def _run_case(
     folder: Path,
     policies: PolicySet,
     source: NodeSource | None,
+    cluster: Cluster | None,
 ) -> CaseResult:
     result = CaseResult(case["name"], True)
     try:
@@ -114,8 +122,8 @@ def _run_case(
     except (OSError, yaml.YAMLError, ValueError, CELError) as e:
         return CaseResult(case["name"], False, [f"cannot load the case: {e}"])
     nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
-    evaluation = evaluate(policies, pod, nodes, source, now)
-    result.differences = compare(case["expect"], evaluation)
+    decision = decide(policies, pod, nodes, source, now, cluster)
+    result.differences = compare(case["expect"], decision)
     result.passed = not result.differences
     return result
 
@@ -136,11 +144,12 @@ def _pod(value: object, folder: Path) -> dict[str, Any]:
     return pod
 
 
-def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
-    """Every way the evaluation differs from the expectation, as readable lines."""
+def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
+    """Every way the decision differs from the expectation, as readable lines."""
     diffs: list[str] = []
-    verdicts = {v.name: v for v in ev.nodes}
-    feasible = sorted(v.name for v in ev.nodes if v.feasible)
+    by_name = {n.name: n for n in decision.nodes}
+    verdicts = {n.name: n.policy for n in decision.nodes}
+    feasible = sorted(n.name for n in decision.feasible())
     if "feasible" in expect:
         wanted = sorted(expect["feasible"])
         if wanted != feasible:
@@ -151,31 +160,27 @@ def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
                 f" (missing {missing or '-'}, unexpected {extra or '-'})"
             )
     for node, rule in sorted((expect.get("rejected") or {}).items()):
-        verdict = verdicts.get(node)
-        if verdict is None:
+        found = by_name.get(node)
+        if found is None:
             diffs.append(f"rejected: node {node!r} is not in the snapshot")
             continue
-        rules = [r.rule_id for r in verdict.rejections]
+        rules = [r.rule_id for r in found.policy.rejections]
+        if found.scheduler is not None:
+            rules.insert(0, found.scheduler.plugin)
         if rule not in rules:
             got = ", ".join(rules) if rules else "not rejected"
             diffs.append(f"rejected: expected {node} rejected by {rule}, got {got}")
     for node, wanted in sorted((expect.get("auditRejected") or {}).items()):
         diffs.extend(_audit_differences(node, wanted, verdicts.get(node)))
     if "best" in expect:
-        best = ev.best()
+        best = decision.best()
         wanted_best = expect["best"]
         got_best = best.name if best is not None else None
-        if got_best != wanted_best:
-            tied = [
-                v.name
-                for v in ev.nodes
-                if v.feasible and best is not None and v.score == best.score
-            ]
-            if wanted_best not in tied:
-                diffs.append(f"best: expected {wanted_best}, got {got_best}")
+        if got_best != wanted_best and wanted_best not in decision.tied():
+            diffs.append(f"best: expected {wanted_best}, got {got_best}")
     for node, score in sorted((expect.get("scores") or {}).items()):
-        verdict = verdicts.get(node)
-        final = verdict.score if verdict is not None and verdict.feasible else None
+        found = by_name.get(node)
+        final = found.policy_score if found is not None and found.feasible else None
         if final != score:
             diffs.append(f"scores: expected {node}={score}, got {final}")
     return diffs

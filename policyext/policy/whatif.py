@@ -2,9 +2,10 @@
 against the same nodes under the current and the candidate rules, side by side.
 
 Each pod is placed on its own, as if it were the only one waiting (a burst of pending pods
-would fill nodes in turn; that is the scheduler's business, not a what-if's). Only the
-policies are judged: the scheduler's in-tree filters (resources fit, taints, affinity) are
-not, so "schedulable" means "some node passes every policy filter".
+would fill nodes in turn; that is the scheduler's business, not a what-if's). The pod is
+judged as kube-scheduler would with the rules as its extender (scheduler/decision.py), so
+"schedulable" means "some node passes the scheduler's filters and every policy filter";
+without the emulation, the policies alone.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any, Final
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation, evaluate
 from policyext.policy.resources import NodeSource
+from policyext.policy.scheduler.cluster import Cluster
+from policyext.policy.scheduler.decision import Decision, decide
 
 Json = Mapping[str, Any]
 
@@ -33,7 +35,8 @@ DEFAULT_SCHEDULER: Final = "default-scheduler"
 @dataclass(frozen=True)
 class Placement:
     """Where one set of rules would put a pod: how many nodes pass, the best of them, and
-    how many nodes each filter rule rejected."""
+    how many nodes each filter rule (or scheduler plugin, as `scheduler/<plugin>`)
+    rejected."""
 
     feasible: int
     best: str | None
@@ -41,14 +44,19 @@ class Placement:
     rejections: Mapping[str, int]
 
     @classmethod
-    def of(cls, ev: Evaluation) -> Placement:
-        best = ev.best()
-        counts = ev.tally().rejections
+    def of(cls, decision: Decision) -> Placement:
+        best = decision.best()
+        counts: Counter[str] = Counter()
+        for n in decision.nodes:
+            if n.scheduler is not None:
+                counts[f"scheduler/{n.scheduler.plugin}"] += 1
+            else:
+                counts.update(r.rule_id for r in n.policy.rejections)
         return cls(
-            feasible=sum(v.feasible for v in ev.nodes),
+            feasible=len(decision.feasible()),
             best=best.name if best is not None else None,
-            score=best.score if best is not None else None,
-            rejections={f"{p}/{r}": n for (p, r), n in sorted(counts.items())},
+            score=best.total if best is not None else None,
+            rejections=dict(sorted(counts.items())),
         )
 
 
@@ -108,17 +116,33 @@ def compare(
     nodes: Sequence[Json],
     source: NodeSource | None,
     now: Timestamp,
+    cluster: Cluster | None = None,
+    extender_weight: int = 1,
 ) -> WhatIf:
     """Every pod of `pods` under both rule sets, in namespace/name order. `nodes` are the
-    objects `source` holds (when there is one). One `now` for both, so a time-dependent
-    rule cannot make a difference of its own."""
+    objects `source` holds (when there is one) and `cluster` was built from (None: the
+    policies alone decide). One `now` for both, so a time-dependent rule cannot make a
+    difference of its own."""
     changes = []
     for pod in sorted(pods, key=_pod_key):
         namespace, name = _pod_key(pod)
-        # the nodes are the source's own, so per-node results may be reused across pods
-        before = Placement.of(evaluate(current, pod, nodes, source, now, cache_nodes=True))
-        after = Placement.of(evaluate(candidate, pod, nodes, source, now, cache_nodes=True))
-        changes.append(PodChange(namespace, name, before, after))
+        placements = [
+            # the nodes are the source's own, so per-node results may be reused across pods
+            Placement.of(
+                decide(
+                    rules,
+                    pod,
+                    nodes,
+                    source,
+                    now,
+                    cluster,
+                    extender_weight=extender_weight,
+                    cache_nodes=True,
+                )
+            )
+            for rules in (current, candidate)
+        ]
+        changes.append(PodChange(namespace, name, placements[0], placements[1]))
     return WhatIf(current.version, candidate.version, len(nodes), changes)
 
 

@@ -146,10 +146,10 @@ def create_app(
 
     @app.post("/explain")
     def explain_view() -> Response:
-        args = wire.parse_extender_args(body())
+        args = wire.parse_extender_args(body(), nodes_required=False)
         started = time.perf_counter()
         ev, unknown = verbs.run_explain(store.current, source, args, now(), _deadline(options))
-        metrics.observe("explain", ev, len(args.names), time.perf_counter() - started)
+        metrics.observe("explain", ev, len(ev.names), time.perf_counter() - started)
         data = evaluation_to_dict(ev)
         data["unknownNodes"] = unknown
         return _json(data)

@@ -253,6 +253,10 @@ def run_explain(
     problem = source_problem(args, source, policies)
     if problem:
         raise wire.WireError(problem)
+    if args.nodes is None and args.node_names is None:
+        # no nodes named: every node of the node source
+        every = getattr(source, "node_names", None)
+        args = replace(args, node_names=every() if callable(every) else [])
     nodes, names, unknown = _resolve(args, source)
     cache = args.nodes is None
     ev = evaluate(

@@ -79,7 +79,9 @@ class ExtenderArgs:
         return [_name(n, "Nodes.items[]") for n in self.nodes or ()]
 
 
-def parse_extender_args(body: Json) -> ExtenderArgs:
+def parse_extender_args(body: Json, *, nodes_required: bool = True) -> ExtenderArgs:
+    """The arguments of filter, prioritize and /explain. Without `nodes_required` (/explain)
+    a request may name no nodes at all: `nodes` and `node_names` are then both None."""
     fields = _fields(body)
     pod = _object(fields.get("pod"), "Pod")
     assert pod is not None
@@ -108,7 +110,7 @@ def parse_extender_args(body: Json) -> ExtenderArgs:
             names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
         if not unique(names):
             raise WireError(f"NodeNames: {_first_repeated(names)!r} appears more than once")
-    if nodes is None and names is None:
+    if nodes is None and names is None and nodes_required:
         raise WireError("one of Nodes or NodeNames is required")
     return ExtenderArgs(pod, nodes, names)
 

@@ -33,12 +33,39 @@ def test_simulate_ranks_the_nodes_and_names_the_best_one(
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("NODE"))
     first_row = lines[header + 1].split()
-    assert first_row[:3] == ["general-b", "yes", "3"]  # the best node comes first
+    assert first_row[:3] == ["general-b", "yes", "467"]  # the best node comes first
     assert (
         "rejected by critical-off-spot/no-spot-nodes: critical pods do not run on spot nodes" in out
     )
+    assert "rejected by scheduler TaintToleration: node(s) had untolerated taint(s)" in out
     assert "3 of 6 nodes feasible" in out
+    assert out.rstrip().endswith("best node is general-b (score 467)")
+
+
+def test_simulate_policies_only_leaves_the_scheduler_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*SIMULATE, "--policies-only"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("scheduler: not emulated (--policies-only)")
+    assert "TaintToleration" not in out
     assert out.rstrip().endswith("best node is general-b (score 3)")
+
+
+def test_simulate_sends_a_tolerating_pod_where_the_scheduler_would(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the web pod tolerates no taint: the freest node, tainted gpu-a, is not a choice
+    args = ["simulate", "--rules", str(ROOT / "rules" / "most-free-cpu.yaml")]
+    args += ["--pod", str(FIXTURES / "web-pod.yaml"), "--snapshot", str(FIXTURES / "cluster.yaml")]
+    assert main([*args, "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["best"] == "general-b"
+    nodes = {n["name"]: n for n in data["nodes"]}
+    assert nodes["gpu-a"]["rejectedBy"] == "scheduler"
+    assert nodes["gpu-a"]["scheduler"]["rejection"]["plugin"] == "TaintToleration"
+    assert main([*args, "--policies-only", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["best"] == "gpu-a"
 
 
 @pytest.mark.parametrize("output", ["json", "yaml"])
@@ -117,3 +144,35 @@ def test_policy_test_reports_each_case_and_the_differences_of_a_failing_one(
     assert "feasible: expected ['general-a'], got ['general-b']" in out
     assert "best: expected general-a, got general-b" in out
     assert out.rstrip().endswith("1 passed, 1 failed")
+
+
+@pytest.mark.parametrize(
+    ("emulation", "feasible"),
+    [
+        (True, ["general-a", "general-b", "general-c", "spot-c"]),
+        (False, ["general-a", "general-b", "general-c", "gpu-a", "payments-b", "spot-c"]),
+    ],
+)
+def test_a_policy_test_is_judged_with_the_scheduler_unless_it_turns_the_emulation_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], emulation: bool, feasible: list[str]
+) -> None:
+    test = {
+        "apiVersion": "policyext.io/v1alpha1",
+        "kind": "PolicyTest",
+        "metadata": {"name": "emulation"},
+        "spec": {
+            "policies": [str(ROOT / "rules" / "most-free-cpu.yaml")],
+            "snapshot": str(FIXTURES / "cluster.yaml"),
+            "schedulerEmulation": emulation,
+            "cases": [
+                {
+                    "name": "the web pod",
+                    "pod": str(FIXTURES / "web-pod.yaml"),
+                    "expect": {"feasible": feasible},
+                }
+            ],
+        },
+    }
+    path = tmp_path / "emulation.test.yaml"
+    path.write_text(yaml.safe_dump(test))
+    assert main(["test", str(path)]) == 0, capsys.readouterr().out

@@ -78,6 +78,7 @@ def _args(files: Path, *extra: str) -> list[str]:
         str(files / "current"),
         "--snapshot",
         str(files / "cluster.yaml"),
+        "--policies-only",  # the rules' own comparison: scores on their 0..10 scale
         *extra,
     ]
 

@@ -8,6 +8,7 @@ import pytest
 
 from policyext.cli.tables import whatif_table
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.whatif import (
     BECOMES_SCHEDULABLE,
     BECOMES_UNSCHEDULABLE,
@@ -200,3 +201,18 @@ def test_the_data_form_carries_the_same_comparison() -> None:
         }
     ]
     assert data["summary"][BECOMES_UNSCHEDULABLE] == 1
+
+
+def test_with_the_scheduler_emulated_a_rule_change_on_a_tainted_node_changes_nothing() -> None:
+    # the candidate rule keeps pods off c, but c's taint keeps this pod off already
+    taint = {"key": "k", "effect": "NoSchedule"}
+    tainted = [_sized("a", 1), _sized("b", 2), node("c", {"size": "3"}, taints=[taint])]
+    current, candidate = policies(_rules("true")), policies(_rules("node.metadata.name != 'c'"))
+    alone = compare(current, candidate, [pod()], tainted, None, NOW)
+    assert alone.pods[0].verdict == BEST_NODE_CHANGES
+    emulated = compare(current, candidate, [pod()], tainted, None, NOW, Cluster(tainted, []))
+    (change,) = emulated.pods
+    assert change.verdict == UNCHANGED
+    assert (change.before.best, change.after.best) == ("b", "b")
+    # a node the plugins reject is counted against the plugin, never against a rule
+    assert change.after.rejections == {"scheduler/TaintToleration": 1}

@@ -120,6 +120,18 @@ def test_explain_reports_node_names_it_cannot_resolve(demo_server: ExtenderServe
     assert explained["unknownNodes"] == {"gone-7": "node is not in policyext's node cache"}
 
 
+def test_explain_without_node_names_explains_every_node_of_the_node_source(
+    demo_server: ExtenderServer, source: SnapshotSource
+) -> None:
+    named = demo_server.post_json(
+        "/explain", args_with_names(PODS["a critical shop pod"], sorted(source.nodes))
+    ).json()
+    unnamed = demo_server.post_json("/explain", {"Pod": PODS["a critical shop pod"]}).json()
+    assert [n["name"] for n in unnamed["nodes"]] == sorted(source.nodes)
+    assert unnamed["nodes"] == named["nodes"]
+    assert unnamed["unknownNodes"] == {}
+
+
 def test_the_pods_of_the_table_exercise_rejections_scores_and_unmatched_policies(
     policies: PolicySet, source: SnapshotSource
 ) -> None:

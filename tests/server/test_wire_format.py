@@ -173,6 +173,20 @@ def test_the_explain_endpoint_refuses_node_names_without_a_node_source(
     assert "no node source" in reply.json()["error"]
 
 
+def test_the_explain_endpoint_without_nodes_needs_a_node_source(
+    bare_server: ExtenderServer,
+) -> None:
+    reply = bare_server.post_json("/explain", {"Pod": pod("web-1")})
+    assert reply.status == 400
+    assert "no node source" in reply.json()["error"]
+
+
+def test_filter_still_requires_nodes_or_node_names(bare_server: ExtenderServer) -> None:
+    reply = bare_server.post_json("/filter", {"Pod": pod("web-1")})
+    assert reply.status == 400
+    assert "one of Nodes or NodeNames is required" in reply.body.decode()
+
+
 # -- prioritize -----------------------------------------------------------------------------
 def _prioritize_requests() -> Iterator[tuple[str, Json]]:
     source = fixture("filter-nodes.request.json")
