@@ -173,22 +173,15 @@ def run_filter(
             names=names,
             prepared=prepared,
         )
+    rejected, unresolvable = ev.rejected()
     failed: dict[str, str] = dict(unknown)
-    unresolvable: dict[str, str] = {}
-    infeasible: set[int] = set()
-    for i, verdict in sorted(ev.verdicts.items()):
-        if verdict.feasible:
-            continue
-        infeasible.add(i)
-        if verdict.unresolvable:
-            unresolvable[verdict.name] = verdict.unresolvable_message()
-        else:
-            failed[verdict.name] = verdict.message()
-    feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
+    failed.update(rejected)
+    infeasible = ev.infeasible().tolist()
+    feasible_names = [n for n, bad in zip(ev.names, infeasible, strict=True) if not bad]
     feasible_nodes: list[Any] = []
     if not names_mode:
         originals = args.raw_nodes if args.raw_nodes is not None else nodes
-        feasible_nodes = [n for i, n in enumerate(originals) if i not in infeasible]
+        feasible_nodes = [n for n, bad in zip(originals, infeasible, strict=True) if not bad]
     body = wire.filter_result(
         None if names_mode else feasible_nodes,
         feasible_names if names_mode else None,
