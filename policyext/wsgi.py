@@ -1,4 +1,4 @@
-"""Wiring for `policyext serve`: settings, the application of one worker, and gunicorn.
+"""Wiring for `policyext serve`: the application of one worker, and gunicorn.
 
 Each gunicorn worker builds its own application (policies, node source, metrics): nothing
 is shared between processes but the metrics directory, so a worker is consistent on its
@@ -11,7 +11,6 @@ import gc
 import logging
 import socket
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,45 +22,20 @@ from prometheus_client import multiprocess
 
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.client import ClusterSettings, api_client
+from policyext.cluster.client import api_client
 from policyext.cluster.policy_sources import PolicySources
-from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapWatch, PolicyEvents
-from policyext.cluster.rules_dir import POLL_INTERVAL, DirectoryWatcher
+from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
+from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.resources import NodeSource
-from policyext.server.app import (
-    DEFAULT_MAX_BODY,
-    DEFAULT_REQUEST_DEADLINE,
-    Binder,
-    Options,
-    create_app,
-)
+from policyext.server.app import Binder, Options, create_app
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import LingeringThreadWorker
+from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
-
-
-@dataclass
-class Settings:
-    rules: list[str] = field(default_factory=list)
-    rules_configmap: str | None = None  # NAMESPACE/NAME
-    reload_interval: float = POLL_INTERVAL
-    bind: str = "0.0.0.0:8888"
-    snapshot: str | None = None
-    kubeconfig: str | None = None
-    in_cluster: bool = False
-    workers: int = 1
-    threads: int = 4
-    url_prefix: str = ""
-    log_level: str = "info"
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    tls_client_ca: str | None = None
-    max_body: int = DEFAULT_MAX_BODY
-    request_deadline: float = DEFAULT_REQUEST_DEADLINE
 
 
 def configure_logging(level: str) -> None:
@@ -93,7 +67,7 @@ def build_app(settings: Settings) -> Flask:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
-    api = api_client(ClusterSettings(settings.kubeconfig, settings.in_cluster))
+    api = api_client(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
         live = ClusterSource(api)
@@ -102,9 +76,7 @@ def build_app(settings: Settings) -> Flask:
         source = live
         binder = ClusterBinder(api, live)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
-    configmap = ConfigMapRef.parse(settings.rules_configmap) if settings.rules_configmap else None
-    if configmap is not None and api is None:
-        raise ValueError("--rules-configmap needs --kubeconfig or --in-cluster")
+    configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
     sources = PolicySources(store, settings.rules, configmap, events)
     if settings.rules:

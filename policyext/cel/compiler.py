@@ -472,14 +472,20 @@ class Compiler:
                     raise  # the budget is spent: no operand may absorb that
                 except Exception as e:
                     if error is None:
-                        error = e
+                        # without its traceback, which refers to this frame: kept in a
+                        # local, it would make a cycle holding the activation (the pod,
+                        # the node) until the cycle collector runs
+                        error = e.with_traceback(None)
                     continue
                 if v is decisive:
                     return decisive  # type: ignore[no-any-return]
                 if v is not (not decisive) and error is None:
                     error = no_such_overload(node.function, v)
             if error is not None:
-                raise error
+                try:
+                    raise error
+                finally:
+                    error = None  # the same: the raised error's traceback has this frame
             return not decisive
 
         if len(fns) == 2:

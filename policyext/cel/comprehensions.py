@@ -118,7 +118,10 @@ def _quantifier(kind: str) -> Builder:
                     except CostLimitExceeded:
                         raise
                     except Exception as e:
-                        error = error or e
+                        # without its traceback, which refers to this frame: kept in a
+                        # local, it would make a cycle holding the activation (the pod,
+                        # the node) until the cycle collector runs
+                        error = error or e.with_traceback(None)
                         continue
                     if v is decisive:
                         return decisive  # type: ignore[no-any-return]
@@ -127,7 +130,10 @@ def _quantifier(kind: str) -> Builder:
             finally:
                 _restore(a, var, var2, saved)
             if error is not None:
-                raise error
+                try:
+                    raise error
+                finally:
+                    error = None  # the same: the raised error's traceback has this frame
             return undecisive
 
         return run

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -92,27 +92,25 @@ Value = Scalar | Column
 
 class Universe:
     """Every node version the columns have seen (for one policy set), as rows: a request's
-    nodes are positions in it, and each node-only subexpression keeps one array over it,
-    extended as new node versions come. `keys` identify a version (ids of the `owners`,
-    the node objects, kept alive here); a universe that outgrows the nodes starts over
-    (`generation` tells the columns to start over too)."""
+    nodes are positions in it, and each node-only subexpression keeps one array over it.
+    A key identifies a node version (`name@resourceVersion`, with the node information's
+    generation for the columns that read it): a row's values never go stale. A universe
+    that outgrows the nodes starts over (`generation` tells the columns to as well)."""
 
     RECENT: Final = 4  # key lists remembered: filter's names, and a few prioritize lists
 
     def __init__(self) -> None:
         self.rows: dict[Hashable, int] = {}
-        self.owners: list[object] = []
         self.generation = 0
         self._recent: list[tuple[list[Hashable], npt.NDArray[np.intp]]] = []
 
-    def index(self, keys: list[Hashable], owners: Sequence[object]) -> npt.NDArray[np.intp]:
-        """The rows of these nodes, new ones added."""
+    def index(self, keys: list[Hashable]) -> npt.NDArray[np.intp]:
+        """The rows of these node versions, new ones added."""
         for known, index in self._recent:
             if known is keys or (len(known) == len(keys) and known == keys):
                 return index
         if len(self.rows) > 2 * len(keys) + TABLE_SLACK:
             self.rows = {}
-            self.owners = []
             self.generation += 1
             self._recent = []
         rows = self.rows
@@ -122,41 +120,33 @@ class Universe:
                 if known_row is None:
                     row = rows.get(keys[i])  # a node named twice
                     if row is None:
-                        row = rows[keys[i]] = len(self.owners)
-                        self.owners.append(owners[i])
+                        row = rows[keys[i]] = len(rows)
                     found[i] = row
         index = np.array(found, np.intp)
         self._recent = [(keys, index), *self._recent[: self.RECENT - 1]]
         return index
 
 
-class Rows:
-    """The nodes of one request as the columns see them. `universe(reads_info)`: the
-    Universe and the rows of the request's nodes in it (node information's versions
-    too, when `reads_info`), or None when node values must not be remembered (nodes sent
-    in the request); `evaluate(owner, policy, program)`: the exact evaluator on a node (a
-    universe owner, or the request's node i) with the cost it charged; `timed_out()`:
-    the request deadline has passed."""
+class Rows(Protocol):
+    """The nodes of one request as the columns see them (the engine's run of a request).
 
-    __slots__ = ("budget", "cost", "count", "evaluate", "timed_out", "universe")
+    `universe(reads_info)`: the Universe and the rows of the request's nodes in it (keyed
+    with their node information's versions too, when `reads_info`), or None when node
+    values must not be kept (nodes sent in the request); `evaluate_on(i, policy,
+    program)`: the exact evaluator on the request's node i and the cost it charged;
+    `timed_out()`: the request deadline has passed. `cost`: what the node values of the
+    rule being evaluated charged, per row (set here): rows where that nears the budget
+    (or spent it) are left to the exact evaluator, whatever the operators say."""
 
-    def __init__(
-        self,
-        count: int,
-        universe: Callable[[bool], tuple[Universe, npt.NDArray[np.intp]] | None],
-        evaluate: Callable[[object, str, cel.Program], tuple[object, int]],
-        budget: int,
-        timed_out: Callable[[], bool],
-    ) -> None:
-        self.count = count
-        self.universe = universe
-        self.evaluate = evaluate
-        self.budget = budget
-        self.timed_out = timed_out
-        # what the node values of the rule being evaluated charged, per row: rows where
-        # that nears the budget (or spent it) are left to the exact evaluator, whatever
-        # the operators say
-        self.cost: npt.NDArray[np.float64] | None = None
+    count: int
+    budget: int
+    cost: npt.NDArray[np.float64] | None
+
+    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None: ...
+
+    def evaluate_on(self, i: int, policy: str, program: cel.Program) -> tuple[object, int]: ...
+
+    def timed_out(self) -> bool: ...
 
 
 class _Node:
@@ -188,6 +178,7 @@ class _NodeValue(_Node):
         self.program = program
         self.reads_info = reads_info
         self.whole: Column | None = None  # over the universe's rows
+        self.computed: Mask | None = None  # the rows of `whole` that hold their value
         self.generation = -1
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
@@ -199,28 +190,75 @@ class _NodeValue(_Node):
     def _run(self, rows: Rows, policy: str) -> Column:
         found = rows.universe(self.reads_info)
         if found is None:
-            entries = [self._entry(rows, policy, i) for i in range(rows.count)]
-            return _column(entries)
+            return self._request_column(rows, policy)
         universe, index = found
-        whole = self.whole
         if self.generation != universe.generation:  # the universe started over
-            whole = self.whole = None
+            self.whole = self.computed = None
             self.generation = universe.generation
-        have = 0 if whole is None else len(whole.values)
-        owners = universe.owners
-        if whole is None or have < len(owners):
-            entries = [self._entry(rows, policy, owner) for owner in owners[have:]]
+        whole, computed = self.whole, self.computed
+        size = len(universe.rows)
+        if whole is not None and computed is not None and len(computed) < size:
+            whole, computed = (
+                _extend(whole, size),
+                np.concatenate([computed, np.zeros(size - len(computed), np.bool_)]),
+            )
+        need = np.flatnonzero(~computed[index]) if computed is not None else None
+        if need is None or need.size:
+            positions = need.tolist() if need is not None else range(rows.count)
+            entries = [self._entry(rows, policy, i) for i in positions]
+            if rows.timed_out():  # a deadline's errors are not the nodes': not kept
+                return self._request_column(rows, policy)
             fresh = _column(entries, whole.kind if whole is not None else None)
-            whole = fresh if whole is None else _concatenate(whole, fresh)
-            if not rows.timed_out():  # a deadline's errors are not the nodes': not kept
-                self.whole = whole
+            if whole is None or computed is None:
+                whole, computed = _extend(_empty(fresh.kind, fresh), size), np.zeros(size, np.bool_)
+            at = index[np.asarray(list(positions), np.intp)]
+            _scatter(whole, at, fresh)
+            computed[at] = True
+            self.whole, self.computed = whole, computed
+        assert whole is not None
         return _gather(whole, index)
 
-    def _entry(self, rows: Rows, policy: str, owner: object) -> tuple[object, float, float]:
-        value, cost = rows.evaluate(owner, policy, self.program)
+    def _request_column(self, rows: Rows, policy: str) -> Column:
+        return _column([self._entry(rows, policy, i) for i in range(rows.count)])
+
+    def _entry(self, rows: Rows, policy: str, i: int) -> tuple[object, float, float]:
+        value, cost = rows.evaluate_on(i, policy, self.program)
         spent = isinstance(getattr(value, "error", None), CostLimitExceeded)
         approx = value.approximate_float() if type(value) is Quantity else 0.0
         return (value, approx, math.inf if spent else float(cost))
+
+
+def _empty(kind: type, like: Column) -> Column:
+    """A column of no rows, of the kind and layout of `like`."""
+    objects = like.objects[:0] if like.objects is not None else None
+    cost = np.zeros(0, np.float64)
+    return Column(kind, like.values[:0], like.unknown[:0], objects, cost)
+
+
+def _extend(whole: Column, size: int) -> Column:
+    """The column with rows not computed yet up to `size` (unknown until they are)."""
+    more = size - len(whole.values)
+    if more <= 0:
+        return whole
+    values = np.concatenate([whole.values, np.zeros(more, whole.values.dtype)])
+    unknown = np.concatenate([whole.unknown, np.ones(more, np.bool_)])
+    objects = None
+    if whole.objects is not None:
+        objects = np.concatenate([whole.objects, np.empty(more, object)])
+    cost = np.concatenate(
+        [whole.cost if whole.cost is not None else np.zeros(len(whole.values)), np.zeros(more)]
+    )
+    return Column(whole.kind, values, unknown, objects, cost)
+
+
+def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
+    """Write the fresh rows into the universe's column (in place)."""
+    whole.values[at] = fresh.values
+    whole.unknown[at] = fresh.unknown
+    if whole.objects is not None and fresh.objects is not None:
+        whole.objects[at] = fresh.objects
+    assert whole.cost is not None
+    whole.cost[at] = fresh.cost if fresh.cost is not None else 0.0
 
 
 _first = operator.itemgetter(0)
@@ -262,26 +300,6 @@ def _column(entries: list[tuple[object, float, float]], kind: type | None = None
         approx = np.fromiter(map(_second, entries), np.float64, n)
         return Column(Quantity, approx, unknown, objects, cost)
     return Column(kind, objects, unknown, cost=cost)
-
-
-def _concatenate(a: Column, b: Column) -> Column:
-    cost = None
-    if a.cost is not None or b.cost is not None:
-        cost = np.concatenate(
-            [
-                a.cost if a.cost is not None else np.zeros(len(a.values), np.float64),
-                b.cost if b.cost is not None else np.zeros(len(b.values), np.float64),
-            ]
-        )
-    unknown = np.concatenate([a.unknown, b.unknown])
-    return Column(a.kind, np.concatenate([a.values, b.values]), unknown, _objects(a, b), cost)
-
-
-def _objects(a: Column, b: Column) -> npt.NDArray[Any] | None:
-    if a.objects is None:
-        return None
-    tail = b.objects if b.objects is not None else np.empty(len(b.values), object)
-    return np.concatenate([a.objects, tail])
 
 
 def _gather(whole: Column, index: npt.NDArray[np.intp]) -> Column:

@@ -22,10 +22,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from policyext.cel import Program, Timestamp
+from policyext.cel import CELEvalError, Program, Timestamp
 from policyext.cel.program import COST, DEFAULT_LIMITS
 from policyext.cel.values import UInt, type_name
-from policyext.policy.columns import ColumnPlan, Rows, Scalar, Universe
+from policyext.policy.columns import ColumnPlan, Scalar, Universe
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -238,11 +238,12 @@ class _Run:
         self.policy_set = policy_set
         self._keys: list[Hashable] | bool | None = False  # False: not computed yet
         self._indexes: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
-        self.rows: Rows | None = None
-        if columns:
-            self.rows = Rows(
-                len(nodes), self.universe, self.evaluate_on, request.counters.budget, self.timed_out
-            )
+        # evaluate over columns where a rule allows it; the run is then the columns' view
+        # of the nodes (columns.Rows)
+        self.columns = columns
+        self.count = len(nodes)
+        self.budget = request.counters.budget
+        self.cost: npt.NDArray[np.float64] | None = None
         self._universes: dict[bool, tuple[Universe, npt.NDArray[np.intp]]] = {}
 
     @property
@@ -262,38 +263,24 @@ class _Run:
 
     def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None:
         """The universe of node versions the node columns are kept over, and where this
-        request's nodes are in it. A node version is its object (a source replaces a
-        node's object when it changes), with its node information's when the column
-        reads it and it can change. None: not kept (nodes sent in the request)."""
-        source = self.request.source
-        if not self.cache or source is None:
+        request's nodes are in it; None: not kept (nodes sent in the request)."""
+        keys = self.keys
+        if keys is None:
             return None
-        if reads_info and source.static_node_info:
+        source = self.request.source
+        if reads_info and source is not None and source.static_node_info:
             reads_info = False
         found = self._universes.get(reads_info)
         if found is None:
-            nodes = self.nodes
-            owners: Sequence[object] = nodes
-            keys: list[Hashable] = list(map(id, nodes))
             if reads_info:
-                infos = [self.frame(i).node_info() for i in range(len(nodes))]
-                owners = list(zip(nodes, infos, strict=True))
-                keys = list(zip(keys, map(id, infos), strict=True))
+                keys, _ = self.indexed_keys(True)
             universe = self.policy_set.universes.of(reads_info)
-            found = self._universes[reads_info] = (universe, universe.index(keys, owners))
+            found = self._universes[reads_info] = (universe, universe.index(keys))
         return found
 
-    def evaluate_on(self, owner: object, policy: str, program: Program) -> tuple[object, int]:
-        """A node-only subexpression on a node (the request's node `owner`, or a node of
-        the universe with or without its node information), and the cost it charged."""
-        if type(owner) is int:
-            frame_of = self.frame(owner)
-        else:
-            node, info = owner if type(owner) is tuple else (owner, None)
-            frame_of = NodeFrame(self.request, node)
-            if info is not None:
-                frame_of.info = info
-        frame = frame_of.frame_for(policy)
+    def evaluate_on(self, i: int, policy: str, program: Program) -> tuple[object, int]:
+        """A node-only subexpression on node i, and the cost it charged."""
+        frame = self.frame(i).frame_for(policy)
         value = self.request.counters.attempt(program, frame)
         return value, frame[COST][0]
 
@@ -365,7 +352,7 @@ def _not_true(
 
 
 def _by_columns(run: _Run, params: object) -> bool:
-    return run.rows is not None and isinstance(params, tuple) and not run.timed_out()
+    return run.columns and isinstance(params, tuple) and not run.timed_out()
 
 
 def _split_false(bad: dict[int, object], count: int) -> tuple[Mask | None, dict[int, object]]:
@@ -472,8 +459,7 @@ def _not_true_by_columns(
 ) -> tuple[Mask | None, dict[int, object]]:
     """`_not_true` over all nodes at once: the rows the columns decide, and the exact
     evaluator on the rows they leave unknown."""
-    assert run.rows is not None
-    result = columns.run(run.rows, policy, params)
+    result = columns.run(run, policy, params)
     count = len(run.nodes)
     false: Mask | None = None
     if isinstance(result, Scalar):
@@ -508,8 +494,7 @@ def _scores_by_columns(
     indices: list[int],
 ) -> list[object] | Scores:
     """`_scores` over all nodes at once, the exact evaluator on the unknown rows."""
-    assert run.rows is not None
-    result = columns.run(run.rows, policy, params)
+    result = columns.run(run, policy, params)
     count = len(indices)
     if isinstance(result, Scalar):
         value = result.value
@@ -524,7 +509,8 @@ def _scores_by_columns(
         at = np.asarray(indices, np.intp)
         values, missing = result.values[at], result.unknown[at]
     failed: dict[int, object] = {}
-    unknown = np.flatnonzero(missing).tolist()
+    # NaN and the infinities are not scores: the exact evaluator says why
+    unknown = np.flatnonzero(missing | ~np.isfinite(values)).tolist()
     if unknown:
         values = values.copy()
         for position in unknown:
@@ -538,20 +524,15 @@ def _scores_by_columns(
 
 
 def _as_score(value: object) -> object:
-    """A number as a float (what the score pass computes with); anything else as it is."""
+    """A number as a float (what the score pass computes with); anything else as it is.
+    NaN and the infinities are not scores: they would make every other node's MinMax
+    score 0 (docs/policies.md)."""
     t = type(value)
     if t is int or t is UInt:
         return float(value)  # type: ignore[arg-type]
-    if t is float and math.isnan(value):  # type: ignore[arg-type]
-        return _NOT_A_NUMBER
+    if t is float and not math.isfinite(value):  # type: ignore[arg-type]
+        return Failure(CELEvalError(f"a score must be a finite number, got {value}"))
     return value
-
-
-class _NotANumber:
-    """What a NaN score is kept as: not a number the score pass can use."""
-
-
-_NOT_A_NUMBER: Final = _NotANumber()
 
 
 def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection | None:
@@ -591,7 +572,9 @@ def _reject(
             spec.unresolvable,
             error,
         )
-        if rule.failure_policy == "Ignore":  # Audit or not, an ignored error is skipped
+        # an Audit rule never rejects, so its failurePolicy has nothing to decide: its
+        # error is a would-be rejection like any other (docs/policies.md)
+        if rule.failure_policy == "Ignore" and not audit:
             verdict.skipped = [*verdict.skipped, rejection]
             return
     else:
@@ -673,8 +656,6 @@ def final_score(weighted_sum: float, weights: int) -> int:
 def _why_not_a_number(value: object) -> str:
     if isinstance(value, Failure):
         return value.error.message
-    if value is _NOT_A_NUMBER:
-        return "a score must not be NaN"
     return f"a score must be a number, got {type_name(value)}"
 
 
@@ -691,9 +672,13 @@ def _normalize(
         if not len(values):
             return np.zeros(len(raw), np.float64)
         low, high = float(values.min()), float(values.max())
-        if high == low or math.isinf(high - low):
+        if high == low:
             return np.zeros(len(raw), np.float64)
-        scale = MAX_SCORE / (high - low)
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.where(ok, (raw - low) * scale, 0.0)
+        span = high - low
+        if math.isinf(span):  # finite values more than the largest double apart
+            # halving is exact, and the halves' span is finite: the same ratios
+            half = low / 2
+            span = high / 2 - half
+            return np.where(ok, (raw / 2 - half) / span * MAX_SCORE, 0.0)
+        return np.where(ok, (raw - low) / span * MAX_SCORE, 0.0)
     return np.where(ok & (raw > 0.0), np.minimum(raw, float(MAX_SCORE)), 0.0)

@@ -4,10 +4,18 @@ A request has one pod-side frame (pod, podRequests, now) per policy, in which po
 rules, pod-only variables and the pod-side parts of split rules are evaluated once. A node
 gets its own frame (adding node, nodeInfo and its variables) only when some rule has to
 be evaluated for it: with cached plans, most nodes of a request never need one.
+
+Nothing here is part of a reference cycle, so the pod and the nodes are freed by reference
+counting as soon as a call is over (a body can be tens of megabytes; waiting for the cycle
+collector lets a worker grow by that much per request). A frame refers to its `variables`,
+which never refer back to it: they evaluate in a frame of their own, made per variable.
+Errors kept as values lose their tracebacks (a traceback refers to the frames it passed
+through, and so to the pod and the node), and a kept error is raised as a fresh copy.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +43,16 @@ class Failure:
     __slots__ = ("error",)
 
     def __init__(self, error: CELError) -> None:
-        self.error = error
+        self.error = detached(error)
+
+
+def detached(error: CELError) -> CELError:
+    """The error without its traceback and chained errors, to be kept as a value: they
+    refer to the frames the error passed through, and so to the pod and the node."""
+    error.__traceback__ = None
+    error.__context__ = None
+    error.__cause__ = None
+    return error
 
 
 class DeadlineExceeded(CELEvalError):
@@ -62,15 +79,6 @@ class Counters:
             "this rule was not evaluated"
         )
 
-    def run(self, program: Program, frame: dict[Any, Any]) -> object:
-        """Evaluate in a frame shared by the rules of one node: the cost meter restarts."""
-        deadline = self.deadline
-        if deadline is not None and time.perf_counter() > deadline:
-            raise self._expired()
-        frame[COST][0] = 0
-        self.evaluations += 1
-        return program.run(frame)
-
     def attempt(self, program: Program, frame: dict[Any, Any]) -> object:
         """The value, or the error as a Failure value."""
         deadline = self.deadline
@@ -84,49 +92,45 @@ class Counters:
             return Failure(e)
 
     def run_variable(self, program: Program, frame: dict[Any, Any]) -> object:
-        # a variable is evaluated in a meter of its own, so that its cost is not charged to
-        # the rule that happens to read it first
+        """Evaluate a variable in a frame of its own; the frame's cost meter is set here,
+        so that its cost is not charged to the rule that happens to read it first."""
         deadline = self.deadline
         if deadline is not None and time.perf_counter() > deadline:
             raise self._expired()
-        saved = frame[COST]
         frame[COST] = [0, self.budget]
-        try:
-            self.evaluations += 1
-            return program.run(frame)
-        finally:
-            frame[COST] = saved
+        self.evaluations += 1
+        return program.run(frame)
 
 
 class Variables(dict[str, object]):
     """`variables` of one policy for one (pod, node): evaluated on first use, at most once
-    (a failure too); variables that read only the pod come from the request-wide set."""
+    (a failure too); variables that read only the pod come from the request-wide set.
 
-    __slots__ = ("_compiled", "_counters", "_failures", "_frame", "_shared")
+    `inputs` are what a variable may read besides the other variables (pod, node...): a
+    dict that never holds this object, so that no cycle forms; each variable is evaluated
+    in a copy of it that adds `variables`."""
+
+    __slots__ = ("_compiled", "_counters", "_failures", "_inputs", "_shared")
     cel_type_name = "map"
 
     def __init__(
         self,
         compiled: Mapping[str, CompiledExpression],
-        frame: dict[Any, Any],
+        inputs: Mapping[Any, Any],
         shared: Variables | None,
         counters: Counters,
     ) -> None:
         super().__init__()
         self._compiled = compiled
-        self._frame = frame
+        self._inputs = inputs
         self._shared = shared
         self._counters = counters
         self._failures: dict[str, CELError] = {}
 
-    @property
-    def frame(self) -> dict[Any, Any]:
-        return self._frame
-
     def __missing__(self, name: str) -> object:
         failure = self._failures.get(name)
         if failure is not None:
-            raise failure
+            raise copy.copy(failure)  # the kept one stays without a traceback
         expr = self._compiled.get(name)
         if expr is None:
             raise KeyError(name)
@@ -134,9 +138,11 @@ class Variables(dict[str, object]):
             if expr.pod_only and self._shared is not None:
                 value = self._shared[name]
             else:
-                value = self._counters.run_variable(expr.program, self._frame)
+                frame = dict(self._inputs)
+                frame["variables"] = self
+                value = self._counters.run_variable(expr.program, frame)
         except CELError as e:
-            self._failures[name] = e
+            self._failures[name] = detached(copy.copy(e))
             raise
         self[name] = value
         return value
@@ -165,13 +171,16 @@ class Request:
             COST: [0, counters.budget],
         }
         self.declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
+        # per policy: its request-wide variables, and the frame of its pod-side evaluations
         self.shared: dict[str, Variables] = {}
+        self.frames: dict[str, dict[Any, Any]] = {}
         for p in applied:
+            variables = Variables(self.declared[p.name], self.base, None, counters)
             frame = dict(self.base)
             frame[COST] = [0, counters.budget]
-            variables = Variables(self.declared[p.name], frame, None, counters)
-            frame["variables"] = variables  # a pod-only variable may read another one
+            frame["variables"] = variables
             self.shared[p.name] = variables
+            self.frames[p.name] = frame
         self.pod_values: dict[int, object] = {}  # id(expression) -> value or Failure
         self.params: dict[int, object] = {}  # id(plan) -> part values (errors as values)
 
@@ -179,7 +188,7 @@ class Request:
         """A pod-only expression, once per request."""
         value = self.pod_values.get(id(expr), MISS)
         if value is MISS:
-            frame = self.shared[policy].frame
+            frame = self.frames[policy]
             value = self.pod_values[id(expr)] = self.counters.attempt(expr.program, frame)
         return value
 
@@ -190,7 +199,7 @@ class Request:
         per-node results stay cacheable for pods that fail the same way."""
         params = self.params.get(id(plan), MISS)
         if params is MISS:
-            frame = self.shared[policy].frame
+            frame = self.frames[policy]
             values = [self.counters.attempt(part, frame) for part in (*plan.parts, *plan.key_parts)]
             params = self.params[id(plan)] = tuple(
                 v.error if isinstance(v, Failure) else v for v in values
@@ -199,14 +208,16 @@ class Request:
 
 
 class NodeFrame:
-    """One candidate node's frame, built on first use."""
+    """One candidate node's frame, built on first use. `inputs` is the frame without
+    `variables`: what the node's variables evaluate over."""
 
-    __slots__ = ("frame", "info", "node", "request", "variables_of")
+    __slots__ = ("frame", "info", "inputs", "node", "request", "variables_of")
 
     def __init__(self, request: Request, node: Json) -> None:
         self.request = request
         self.node = node
         self.frame: dict[Any, Any] | None = None
+        self.inputs: dict[Any, Any] | None = None
         self.variables_of = ""
         self.info: NodeInfo | None = None
 
@@ -223,13 +234,15 @@ class NodeFrame:
         frame = self.frame
         request = self.request
         if frame is None:
-            frame = self.frame = dict(request.base)
+            inputs = self.inputs = dict(request.base)
+            inputs["node"] = self.node
+            inputs["nodeInfo"] = self.node_info()
+            frame = self.frame = dict(inputs)
             frame[COST] = [0, request.counters.budget]
-            frame["node"] = self.node
-            frame["nodeInfo"] = self.node_info()
         if self.variables_of != policy:
+            assert self.inputs is not None
             frame["variables"] = Variables(
-                request.declared[policy], frame, request.shared[policy], request.counters
+                request.declared[policy], self.inputs, request.shared[policy], request.counters
             )
             self.variables_of = policy
         return frame

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyext.cel import CELError, Timestamp
-from policyext.cel.program import DEFAULT_LIMITS, new_frame
+from policyext.cel.program import COST, DEFAULT_LIMITS, new_frame
 from policyext.policy.compile import CompiledPolicy
 from policyext.policy.model import LabelSelector
 
@@ -66,21 +66,35 @@ def policy_applies(policy: CompiledPolicy, pod: Mapping[str, Any], now: Timestam
         if scheduler not in match.scheduler_names:
             return PolicyMatch(name, False, f"schedulerName {scheduler!r} is not matched")
     if policy.conditions:
-        frame = new_frame({"pod": pod, "now": now}, DEFAULT_LIMITS.cost_budget)
-        for condition, program in policy.conditions:
-            try:
-                value = program.run(frame)
-            except CELError as e:
-                return _condition_error(policy, condition.name, e.message)
-            if value is False:
-                return PolicyMatch(name, False, f"condition {condition.name!r} is false")
-            if value is not True:
-                return _condition_error(policy, condition.name, "the condition is not a bool")
+        return _conditions(policy, pod, now)
     return PolicyMatch(name, True, "matches")
 
 
+def _conditions(policy: CompiledPolicy, pod: Mapping[str, Any], now: Timestamp) -> PolicyMatch:
+    """The match conditions, as in ValidatingAdmissionPolicy: all are evaluated; one that
+    is false means the policy does not apply, even if another failed; otherwise a failure
+    (an error, or a value that is not a bool) is decided by the policy's failurePolicy."""
+    frame = new_frame({"pod": pod, "now": now}, DEFAULT_LIMITS.cost_budget)
+    failed: tuple[str, str] | None = None  # the first failure: (condition, error)
+    for condition, program in policy.conditions:
+        frame[COST][0] = 0  # type: ignore[index]  # each condition has a budget of its own
+        try:
+            value = program.run(frame)
+        except CELError as e:
+            failed = failed or (condition.name, e.message)
+            continue
+        if value is False:
+            return PolicyMatch(policy.name, False, f"condition {condition.name!r} is false")
+        if value is not True:
+            failed = failed or (condition.name, "the condition is not a bool")
+    if failed is not None:
+        return _condition_error(policy, *failed)
+    return PolicyMatch(policy.name, True, "matches")
+
+
 def _condition_error(policy: CompiledPolicy, condition: str, message: str) -> PolicyMatch:
-    """A match condition that errors: the policy applies when it fails closed (Fail)."""
+    """A match condition that failed, none being false: the policy applies when it fails
+    closed (Fail)."""
     applies = policy.policy.failure_policy == "Fail"
     outcome = "applies (failurePolicy Fail)" if applies else "skipped (failurePolicy Ignore)"
     return PolicyMatch(

@@ -15,6 +15,7 @@ ZERO: Final = Quantity.from_int(0)
 # always present in podRequests, nodeInfo.requested and nodeInfo.free
 CORE_RESOURCES: Final = ("cpu", "memory")
 TERMINATED_PHASES: Final = frozenset(("Succeeded", "Failed"))
+HUGEPAGES_PREFIX: Final = "hugepages-"
 
 
 def parse_resources(raw: object) -> Resources:
@@ -86,11 +87,21 @@ def pod_requests(pod: Mapping[str, Any]) -> Resources:
     _max_into(total, init_peak)
     pod_level = spec.get("resources")
     if isinstance(pod_level, Mapping):
-        total.update(parse_resources(pod_level.get("requests")))
+        total.update(
+            (name, q)
+            for name, q in parse_resources(pod_level.get("requests")).items()
+            if _pod_level_resource(name)
+        )
     add_into(total, parse_resources(spec.get("overhead")))
     for name in CORE_RESOURCES:
         total.setdefault(name, ZERO)
     return total
+
+
+def _pod_level_resource(name: str) -> bool:
+    """The resources that pod-level requests may set (kube-scheduler ignores the others
+    there, and counts them from the containers)."""
+    return name in CORE_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
 
 
 def _list(value: object) -> list[Any]:
@@ -136,13 +147,15 @@ def build_node_info(
     pods: list[dict[str, object]] | None,
     generation: int = 0,
 ) -> NodeInfo:
-    """`requested` and `pods` are None when no pod source is known."""
+    """`requested` and `pods` are None when no pod source is known. `requested` and `free`
+    hold cpu, memory, every resource the node has allocatable (0 requested when no pod
+    asks for it, as kube-scheduler counts it) and every resource a pod requests."""
     info = NodeInfo(allocatable=allocatable)
     info.generation = generation
     if requested is None or pods is None:
         return info
     requested = dict(requested)
-    for name in CORE_RESOURCES:
+    for name in (*CORE_RESOURCES, *allocatable):
         requested.setdefault(name, ZERO)
     free = dict(allocatable)
     for name in CORE_RESOURCES:

@@ -189,6 +189,8 @@ class Evaluation:
                         t.errors[r.policy, r.rule] += 1
                 for r in v.audits:
                     t.audits[r.policy, r.rule] += 1
+                    if r.error is not None:
+                        t.errors[r.policy, r.rule] += 1
                 for r in v.skipped:
                     t.errors[r.policy, r.rule] += 1
             if self.plain:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
-from policyext.cli import extender_config
 from policyext.cli import main as policyext_main
+from policyext.cli.config import extender_config
 from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, Rendered
 
 # The Kubernetes version the manifests are checked against: the e2e harness's.

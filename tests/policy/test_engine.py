@@ -93,6 +93,35 @@ def test_an_audit_filter_records_would_be_rejections_but_never_rejects() -> None
     assert not result.nodes[1].audits
 
 
+@pytest.mark.parametrize(
+    ("mode", "failure_policy", "feasible", "where"),
+    [
+        ("Enforce", "Fail", False, "rejections"),
+        ("Enforce", "Ignore", True, "skipped"),
+        ("Audit", "Fail", True, "audits"),
+        ("Audit", "Ignore", True, "audits"),
+    ],
+)
+def test_a_filter_error_is_a_rejection_an_ignored_error_or_an_audit_would_be_rejection(
+    mode: str, failure_policy: str, feasible: bool, where: str
+) -> None:
+    rule = (
+        f"{{name: broken, mode: {mode}, failurePolicy: {failure_policy},"
+        " expression: 'node.metadata.labels.absent == \"x\"'}"
+    )
+    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
+    verdict = result.nodes[0]
+    assert verdict.feasible is feasible
+    found = {
+        kind: [(r.rule_id, r.message) for r in getattr(verdict, kind)]
+        for kind in ("rejections", "skipped", "audits")
+    }
+    expected = {kind: [] for kind in found}
+    expected[where] = [("p/broken", "p/broken could not be evaluated")]
+    assert found == expected
+    assert result.tally().errors == {("p", "broken"): 1}
+
+
 def test_an_unresolvable_filter_marks_the_nodes_it_rejects_unresolvable() -> None:
     rule = "{name: big, unresolvable: true, expression: \"node.metadata.labels.size == 'l'\"}"
     result = run(policies(filter_policy(rule)), pod(), NODES)
@@ -137,6 +166,45 @@ def test_scores_are_clamped_or_rescaled_into_0_to_10_and_errors_score_0(
 ) -> None:
     result = run(policies(score_policy(rule)), pod(), NODES)
     assert [v.score for v in result.nodes] == scores
+
+
+INF = "(1e308 * 10.0)"  # CEL doubles overflow to infinity, as in Go
+
+
+@pytest.mark.parametrize(
+    ("normalize", "values", "scores", "errors"),
+    [
+        ("MinMax", ["-1.7e308", "0.0", "1.7e308"], [0, 5, 10], 0),
+        ("MinMax", ["-1.7e308", "-1.7e308", "1.7e308"], [0, 0, 10], 0),
+        ("MinMax", ["1.7e308", "1.0", "1.6e308"], [10, 0, 9], 0),
+        ("MinMax", [f"-{INF}", "1.0", INF], [0, 0, 0], 2),
+        ("MinMax", [INF, "1.0", "3.0"], [0, 0, 10], 1),
+        ("MinMax", [f"{INF} - {INF}", "1.0", "3.0"], [0, 0, 10], 1),
+        ("Clamp", [INF, "4.0", f"-{INF}"], [0, 4, 0], 2),
+        ("Clamp", ["1.7e308", "4.0", "-1.7e308"], [10, 4, 0], 0),
+    ],
+    ids=[
+        "MinMax over the whole range of doubles",
+        "MinMax with the lowest value twice",
+        "MinMax with huge values only",
+        "MinMax: the infinities are errors, the other node is alone",
+        "MinMax: an infinity is an error, the others are rescaled among themselves",
+        "MinMax: NaN is an error",
+        "Clamp: the infinities are errors",
+        "Clamp: huge finite values are clamped",
+    ],
+)
+def test_a_score_is_a_finite_number_and_minmax_rescales_without_overflow(
+    normalize: str, values: list[str], scores: list[int], errors: int
+) -> None:
+    table = ", ".join(f"'{n['metadata']['name']}': {v}" for n, v in zip(NODES, values, strict=True))
+    rule = f'- {{name: v, normalize: {normalize}, expression: "{{{table}}}[node.metadata.name]"}}'
+    result = run(policies(score_policy(rule)), pod(), NODES)
+    assert [v.score for v in result.nodes] == scores
+    assert result.score_errors == ({("s", "v"): errors} if errors else {})
+    failed = [s.error for v in result.nodes for s in v.scores if s.error is not None]
+    assert len(failed) == errors
+    assert all(e.startswith("a score must be a finite number, got ") for e in failed)
 
 
 def test_the_final_score_is_the_weighted_mean_of_every_applicable_policys_scores() -> None:
@@ -274,14 +342,6 @@ def test_a_pod_only_variable_may_read_another_pod_only_variable() -> None:
     result = run(policies(text), pod(namespace="shop"), NODES)
     assert len(result.feasible()) == 3
     assert result.evaluations == 3  # nsx and ns once for the request, the filter once
-
-
-def test_an_ignored_error_in_an_audit_rule_is_skipped_not_shown_as_a_would_be_rejection() -> None:
-    rule = "{name: broken, mode: Audit, failurePolicy: Ignore, expression: 'node.metadata.labels.absent == \"x\"'}"
-    result = run(policies(filter_policy(rule)), pod(), NODES[:1])
-    verdict = result.nodes[0]
-    assert not verdict.audits
-    assert [r.rule_id for r in verdict.skipped] == ["p/broken"]
 
 
 MIXED = filter_policy(

@@ -113,3 +113,65 @@ def test_match_conditions_cannot_read_the_node() -> None:
 def test_no_match_applies_the_policy_to_every_pod() -> None:
     result = run(policies(policy("p", FILTER)), pod(namespace="anything"), [node("n1")])
     assert result.applied() == ["p"]
+
+
+TRUE = "{name: holds, expression: 'true'}"
+FALSE = "{name: fails, expression: 'false'}"
+ERROR = "{name: broken, expression: \"pod.metadata.labels.missing == 'x'\"}"
+NOT_BOOL = "{name: text, expression: 'dyn(pod.metadata.namespace)'}"
+
+
+@pytest.mark.parametrize(
+    ("conditions", "failure", "applies", "error"),
+    [
+        ([TRUE, TRUE], "Fail", True, None),
+        ([TRUE, FALSE], "Fail", False, None),
+        ([ERROR, FALSE], "Fail", False, None),
+        ([FALSE, ERROR], "Fail", False, None),
+        ([ERROR, FALSE], "Ignore", False, None),
+        ([ERROR, TRUE], "Fail", True, "no such key"),
+        ([TRUE, ERROR], "Ignore", False, "no such key"),
+        ([NOT_BOOL, TRUE], "Fail", True, "not a bool"),
+        ([NOT_BOOL, FALSE], "Ignore", False, None),
+        ([NOT_BOOL, ERROR], "Fail", True, "not a bool"),
+    ],
+    ids=[
+        "all true: applies",
+        "one false: does not apply",
+        "an error before a false: the false decides",
+        "an error after a false: the false decides",
+        "an error and a false under Ignore: the false decides",
+        "an error and no false under Fail: applies",
+        "an error and no false under Ignore: skipped",
+        "a non-bool is an error: applies under Fail",
+        "a non-bool and a false: the false decides",
+        "two failures: the first is reported",
+    ],
+)
+def test_match_conditions_behave_as_in_validating_admission_policy(
+    conditions: list[str], failure: str, applies: bool, error: str | None
+) -> None:
+    match = f"{{conditions: [{', '.join(conditions)}]}}"
+    text = policy("p", f"failurePolicy: {failure}\nmatch: {match}\n{FILTER}")
+    result = run(policies(text), pod(labels={}), [node("n1")])
+    (m,) = result.matches
+    assert m.applies is applies
+    if error is None:
+        assert m.error is None
+        assert result.errors == 0
+    else:
+        assert m.error is not None and error in m.error
+        assert result.errors == 1
+
+
+def test_each_match_condition_has_a_cost_budget_of_its_own() -> None:
+    # each costs 600,000 of the budget of 1,000,000 (a tenth of the string's length)
+    conditions = [
+        f"{{name: c{i}, expression: \"!pod.metadata.annotations.big.contains('y')\"}}"
+        for i in range(2)
+    ]
+    match = f"{{conditions: [{', '.join(conditions)}]}}"
+    text = policy("p", f"failurePolicy: Ignore\nmatch: {match}\n{FILTER}")
+    result = run(policies(text), pod(annotations={"big": "x" * 6_000_000}), [node("n1")])
+    (m,) = result.matches
+    assert (m.applies, m.error) == (True, None)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from policyext.cli.tables import whatif_table
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.whatif import (
     BECOMES_SCHEDULABLE,
@@ -20,7 +21,6 @@ from policyext.policy.whatif import (
     verdict,
     whatif_to_dict,
 )
-from policyext.render import whatif_table
 from tests.policy.helpers import NOW, node, pod, policies, policy
 
 

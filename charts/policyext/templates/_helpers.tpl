@@ -76,7 +76,7 @@ app.kubernetes.io/component: {{ .Values.mode }}
 
 {{/*
 The extenders: entry, field for field what `policyext config` prints for the same options
-(policyext/cli.py extender_config); the chart tests compare the two.
+(policyext/cli/config.py extender_config); the chart tests compare the two.
 */}}
 {{- define "policyext.extenderEntry" -}}
 urlPrefix: {{ include "policyext.extenderURL" . | quote }}

@@ -21,7 +21,11 @@ def _details(v: NodeVerdict) -> list[str]:
         for r in v.rejections
     ]
     lines += [f"rule error {r.rule_id} (ignored): {r.error}" for r in v.skipped]
-    lines += [f"audit: would be rejected by {r.rule_id}: {r.message}" for r in v.audits]
+    lines += [
+        f"audit: would be rejected by {r.rule_id}: {r.message}"
+        + (f" ({r.error})" if r.error else "")
+        for r in v.audits
+    ]
     for s in v.scores:
         tag = " (audit)" if s.audit else ""
         error = f" [{s.error}]" if s.error else ""

@@ -1,0 +1,139 @@
+"""`policyext serve`: the extender under gunicorn. Every flag is also an environment
+variable (`--rules` is `POLICYEXT_RULES`), as a container is configured.
+
+Flask, gunicorn and prometheus_client are imported only here, once the metrics directory
+is prepared: prometheus_client chooses its storage when it is first imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Commands, fail
+from policyext.cli.output import print_issues
+from policyext.settings import (
+    DEFAULT_BIND,
+    DEFAULT_MAX_BODY,
+    DEFAULT_REQUEST_DEADLINE,
+    Settings,
+    SettingsError,
+    preflight,
+    seconds,
+    whole_number,
+)
+
+
+def register(commands: Commands) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="serve the extender (gunicorn); every flag is also an environment variable",
+        description="Every flag can also be set as POLICYEXT_<FLAG>, e.g. POLICYEXT_RULES.",
+    )
+    _env_flag(
+        parser,
+        "--rules",
+        "",
+        metavar="PATH",
+        help="policy files or folders (comma-separated), reloaded when they change",
+    )
+    _env_flag(
+        parser,
+        "--rules-configmap",
+        None,
+        metavar="NAMESPACE/NAME",
+        help="policies from this ConfigMap, watched through the API (with --rules: both)",
+    )
+    _env_flag(parser, "--bind", DEFAULT_BIND, metavar="HOST:PORT")
+    _env_flag(parser, "--snapshot", None, metavar="FILE", help="Nodes and Pods to serve from")
+    _env_flag(parser, "--kubeconfig", None, metavar="FILE", help="watch and bind in this cluster")
+    parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=os.environ.get("POLICYEXT_IN_CLUSTER", "").lower() in ("1", "true", "yes"),
+        help="watch and bind in the cluster the extender runs in (its service account) "
+        "[env POLICYEXT_IN_CLUSTER]",
+    )
+    _env_flag(parser, "--workers", "1", metavar="N")
+    _env_flag(parser, "--threads", "4", metavar="N")
+    _env_flag(parser, "--url-prefix", "", metavar="P", help="path prefix of the verbs")
+    _env_flag(parser, "--log-level", "info", metavar="L", help="debug, info, warning, error")
+    _env_flag(parser, "--tls-cert", None, metavar="FILE")
+    _env_flag(parser, "--tls-key", None, metavar="FILE")
+    _env_flag(parser, "--tls-client-ca", None, metavar="FILE", help="require client certificates")
+    _env_flag(parser, "--max-body", str(DEFAULT_MAX_BODY), metavar="BYTES")
+    _env_flag(
+        parser,
+        "--request-deadline",
+        f"{DEFAULT_REQUEST_DEADLINE:g}",
+        metavar="SECONDS",
+        help="evaluation time per request; what is left then fails as its failurePolicy says",
+    )
+    parser.set_defaults(run=run)
+
+
+def _env_flag(
+    parser: argparse.ArgumentParser, flag: str, default: str | None, **kwargs: Any
+) -> None:
+    env = "POLICYEXT_" + flag.lstrip("-").upper().replace("-", "_")
+    value = os.environ.get(env, default)
+    help_text = kwargs.pop("help", "")
+    parser.add_argument(
+        flag, default=value, help=f"{help_text} [env {env}, default {default!r}]".strip(), **kwargs
+    )
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings(
+        rules=[p for p in str(args.rules or "").split(",") if p],
+        rules_configmap=args.rules_configmap or None,
+        bind=args.bind,
+        snapshot=args.snapshot or None,
+        kubeconfig=args.kubeconfig or None,
+        in_cluster=bool(args.in_cluster),
+        workers=whole_number(args.workers, "--workers"),
+        threads=whole_number(args.threads, "--threads"),
+        url_prefix=args.url_prefix,
+        log_level=args.log_level,
+        tls_cert=args.tls_cert or None,
+        tls_key=args.tls_key or None,
+        tls_client_ca=args.tls_client_ca or None,
+        max_body=whole_number(args.max_body, "--max-body"),
+        request_deadline=seconds(args.request_deadline, "--request-deadline"),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = _settings(args)
+        issues = preflight(settings)
+    except SettingsError as e:
+        return fail(str(e), EXIT_USAGE if e.usage else EXIT_INVALID)
+    if issues is not None:
+        print_issues(issues)
+        return EXIT_INVALID
+    if settings.workers > 1:
+        prepare_metrics_directory()  # before wsgi imports prometheus_client
+    from policyext.wsgi import serve  # noqa: PLC0415 - flask and gunicorn only to serve
+
+    serve(settings)
+    return EXIT_OK
+
+
+def prepare_metrics_directory() -> None:
+    """Several workers share their metrics through files (prometheus_client's multiprocess
+    mode). An operator's directory is emptied (old counts would add up); without one, a
+    private directory is made and removed on exit."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+        return
+    made = tempfile.mkdtemp(prefix="policyext-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    atexit.register(shutil.rmtree, made, ignore_errors=True)
