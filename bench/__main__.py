@@ -1,4 +1,9 @@
-"""`python -m bench`: build, serve, measure, write docs/benchmarks.md and bench/results/."""
+"""`python -m bench`: build, serve, measure, write docs/benchmarks.md and bench/results/.
+
+One command rewrites the whole page. The headline is pods never seen before (`bench.
+distinct`): each server gets the same pods, and the run fails loudly (exit status 1, the
+page left as it was) unless every server decided alike on every node for every pod.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +20,12 @@ from typing import Any
 
 from bench import policy
 from bench.celpy_eval import RuleTimings, run_cel_benchmarks
+from bench.distinct import Bodies, compare_decisions, measure_distinct
 from bench.engine_eval import EngineTiming, run_engine_benchmarks
-from bench.http_client import MODES, Measurement, Mode, measure_server
+from bench.http_client import MODES, Mode, measure_server
+from bench.pods import pending_pods
 from bench.report import Run, TargetResult, render_markdown, write_json
+from bench.stats import Summary
 from bench.targets import (
     REPO_ROOT,
     CommandTarget,
@@ -26,7 +34,7 @@ from bench.targets import (
     free_port,
     tree_rss_mb,
 )
-from bench.workload import DEFAULT_SEED, Workload, encode, full_args, generate, names_args
+from bench.workload import DEFAULT_SEED, Json, Workload, encode, full_args, generate, names_args
 from bench.workload import write_snapshot as save_snapshot
 
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
@@ -37,6 +45,10 @@ DOCS_PAGE = REPO_ROOT / "docs" / "benchmarks.md"
 class Settings:
     requests: int
     warmup: int
+    pods: int  # distinct pods measured in NodeNames mode
+    list_pods: int  # distinct pods measured in NodeList mode, on the first cluster
+    large_list_pods: int  # ... on the large cluster (0: not measured)
+    warmup_pods: int  # distinct pods sent first, untimed
     nodes: int
     large_nodes: int  # 0: skip the large cluster
     celpy_nodes: int
@@ -50,8 +62,24 @@ class Settings:
 def parse_args(argv: Sequence[str]) -> Settings:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run of ~30 s (no docs)")
-    parser.add_argument("--requests", type=int, help="timed requests per series (default 200)")
-    parser.add_argument("--warmup", type=int, help="untimed requests first (default 20)")
+    parser.add_argument(
+        "--pods", type=int, help="distinct pods measured, NodeNames mode (default 400)"
+    )
+    parser.add_argument(
+        "--list-pods", type=int, help="distinct pods measured, NodeList mode (default 100)"
+    )
+    parser.add_argument(
+        "--large-list-pods",
+        type=int,
+        help="distinct pods measured, NodeList mode, large cluster (default 20; 0: skip)",
+    )
+    parser.add_argument(
+        "--warmup-pods", type=int, help="distinct pods sent first, untimed (default 20)"
+    )
+    parser.add_argument(
+        "--requests", type=int, help="timed requests per repeated series (default 200)"
+    )
+    parser.add_argument("--warmup", type=int, help="untimed repeated requests first (default 20)")
     parser.add_argument("--nodes", type=int, default=500, help="nodes per request (default 500)")
     parser.add_argument(
         "--large-nodes", type=int, default=5000, help="cluster of the NodeNames-only run (0: skip)"
@@ -69,6 +97,12 @@ def parse_args(argv: Sequence[str]) -> Settings:
     parser.add_argument("--only", action="append", default=[], help="measure only this target")
     a = parser.parse_args(argv)
     return Settings(
+        pods=a.pods or (20 if a.quick else 400),
+        list_pods=a.list_pods or (5 if a.quick else 100),
+        large_list_pods=a.large_list_pods
+        if a.large_list_pods is not None
+        else (0 if a.quick else 20),
+        warmup_pods=a.warmup_pods if a.warmup_pods is not None else (3 if a.quick else 20),
         requests=a.requests or (20 if a.quick else 200),
         warmup=a.warmup if a.warmup is not None else (3 if a.quick else 20),
         nodes=a.nodes,
@@ -88,7 +122,7 @@ def log(message: str) -> None:
 
 def describe(workloads: Sequence[Workload]) -> dict[str, Any]:
     main = workloads[0]
-    verdicts = policy.evaluate(main.pod, main.nodes)
+    verdicts = policy.Reference(main.nodes, main.pods).verdicts(main.pod)
     bodies = {}
     for w in workloads:
         n = len(w.nodes)
@@ -100,16 +134,33 @@ def describe(workloads: Sequence[Workload]) -> dict[str, Any]:
         "nodes": len(main.nodes),
         "node_kb": statistics.fmean(len(encode(n)) for n in main.nodes) / 1000,
         "pods_per_node": len(main.pods) / len(main.nodes),
+        "terminated_pods": sum(
+            (p.get("status") or {}).get("phase") in policy.TERMINATED_PHASES for p in main.pods
+        ),
+        "bound_pods": len(main.pods),
         "feasible": len(verdicts.feasible),
         "bodies": bodies,
     }
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one server is asked on one cluster."""
+
+    workload: Workload
+    snapshot: Path
+    bodies: Bodies
+    reference: policy.Reference
+    distinct: tuple[tuple[Mode, int], ...]  # (mode, pods measured)
+    repeated: tuple[Mode, ...]  # modes of the repeated-request series
+
+
 def measure_target(
     target: CommandTarget,
-    plan: Sequence[tuple[Workload, Path, tuple[Mode, ...]]],
+    plan: Sequence[Step],
     settings: Settings,
     policy_file: Path,
+    pending: Sequence[Json],
 ) -> TargetResult:
     result = TargetResult(target.name)
     reason = target.unavailable()
@@ -121,10 +172,8 @@ def measure_target(
         if target.build:
             log(f"{target.name}: building")
             target.build()
-        for w, snapshot, modes in plan:
-            result.measurements += _measure_workload(
-                target, w, snapshot, modes, settings, policy_file, result.memory_mb
-            )
+        for step in plan:
+            _measure_step(target, step, settings, policy_file, pending, result)
     except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
         # one target that cannot start must not cost the figures of the others
         result.note = f"failed: {e}".splitlines()[0]
@@ -132,34 +181,72 @@ def measure_target(
     return result
 
 
-def _measure_workload(
+def _measure_step(
     target: CommandTarget,
-    w: Workload,
-    snapshot: Path,
-    modes: tuple[Mode, ...],
+    step: Step,
     settings: Settings,
     policy_file: Path,
-    memory: dict[int, float],
-) -> list[Measurement]:
+    pending: Sequence[Json],
+    result: TargetResult,
+) -> None:
+    w = step.workload
+    nodes = len(w.nodes)
     slug = target.name.lower().replace(" ", "-")
     spec = LaunchSpec(
         port=free_port(),
-        snapshot=snapshot,
+        snapshot=step.snapshot,
         policy=policy_file,
-        log=RESULTS_DIR / f"{slug}-{len(w.nodes)}.log",
+        log=RESULTS_DIR / f"{slug}-{nodes}.log",
     )
-    log(f"{target.name}: {len(w.nodes)} nodes, modes {', '.join(modes)}")
+    warmup, measured = pending[: settings.warmup_pods], pending[settings.warmup_pods :]
+    log(f"{target.name}: {nodes} nodes")
     with target.serve(spec) as base_url:
-        measured = measure_server(
-            base_url, w, modes=modes, requests=settings.requests, warmup=settings.warmup
+        # pods never seen before first, on a server that has answered only the warm-up;
+        # each mode gets pods of its own, so none was seen by the same server before
+        offset = 0
+        for mode, count in step.distinct:
+            pods = measured[offset : offset + count]
+            offset += count
+            run = measure_distinct(base_url, w, step.reference, step.bodies, mode, pods, warmup)
+            result.distinct += run.series
+            result.decisions[(nodes, mode)] = run.decisions
+            for d in run.series:
+                _log_series("new pods", d.mode, d.verb, d.latency, d.problems)
+        measured_again = measure_server(
+            base_url,
+            w,
+            modes=step.repeated,
+            requests=settings.requests,
+            warmup=settings.warmup,
         )
-        memory[len(w.nodes)] = tree_rss_mb(target.last_pid[0])
-    log(f"  resident memory {memory[len(w.nodes)]:.0f} MiB with {len(w.nodes)} nodes loaded")
-    for m in measured:
-        flag = "" if not m.problems else "  WRONG: " + "; ".join(m.problems)
-        p50, p99 = m.latency.p50, m.latency.p99
-        log(f"  {m.mode:5} {m.verb:10} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms{flag}")
-    return measured
+        result.measurements += measured_again
+        for m in measured_again:
+            _log_series("repeated", m.mode, m.verb, m.latency, m.problems)
+        result.memory_mb[nodes] = tree_rss_mb(target.last_pid[0])
+    log(f"  resident memory {result.memory_mb[nodes]:.0f} MiB with {nodes} nodes loaded")
+
+
+def _log_series(kind: str, mode: str, verb: str, latency: Summary, problems: list[str]) -> None:
+    flag = "" if not problems else f"  WRONG ({len(problems)}): " + "; ".join(problems[:3])
+    log(f"  {kind:8} {mode:5} {verb:10} p50 {latency.p50:8.2f} ms  p99 {latency.p99:8.2f} ms{flag}")
+
+
+def cross_check(targets: Sequence[TargetResult]) -> list[str]:
+    """Where a server decided otherwise than the first (the Go baseline) for the same pods
+    on the same cluster: empty when they decided alike on every node."""
+    if not targets:
+        return []
+    baseline = targets[0]
+    out: list[str] = []
+    for other in targets[1:]:
+        for key, decisions in other.decisions.items():
+            theirs = baseline.decisions.get(key)
+            if theirs is None:
+                continue
+            nodes, mode = key
+            for difference in compare_decisions(decisions, theirs):
+                out.append(f"{other.name} vs {baseline.name}, {nodes} nodes, {mode}: {difference}")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,18 +264,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy_file = RESULTS_DIR / "benchmark-policy.json"
     policy_file.parent.mkdir(parents=True, exist_ok=True)
     policy_file.write_bytes(encode(policy.scheduling_policy()))
+    pending = pending_pods(
+        settings.warmup_pods + settings.pods + max(settings.list_pods, settings.large_list_pods),
+        settings.seed,
+    )
 
     targets: list[TargetResult] = []
     if settings.http:
-        plan: list[tuple[Workload, Path, tuple[Mode, ...]]] = []
+        plan: list[Step] = []
         for i, w in enumerate(workloads):
             snapshot = save_snapshot(w, RESULTS_DIR / f"snapshot-{len(w.nodes)}.json")
-            # the scheduler never sends thousands of whole nodes (percentageOfNodesToScore)
-            plan.append((w, snapshot, MODES if i == 0 else ("names",)))
+            list_pods = settings.list_pods if i == 0 else settings.large_list_pods
+            distinct: tuple[tuple[Mode, int], ...] = (("names", settings.pods),)
+            if list_pods:
+                distinct += (("full", list_pods),)
+            plan.append(
+                Step(
+                    workload=w,
+                    snapshot=snapshot,
+                    bodies=Bodies(w),
+                    reference=policy.Reference(w.nodes, w.pods),
+                    distinct=distinct,
+                    # the scheduler never sends thousands of whole nodes twice alike
+                    repeated=MODES if i == 0 else ("names",),
+                )
+            )
         for target in default_targets():
             if settings.only and target.name not in settings.only:
                 continue
-            targets.append(measure_target(target, plan, settings, policy_file))
+            targets.append(measure_target(target, plan, settings, policy_file, pending))
 
     engine: list[EngineTiming] = []
     if settings.cel:
@@ -212,6 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Run(
         date=started.strftime("%Y-%m-%d %H:%M UTC"),
         settings={
+            "pods": settings.pods,
+            "list_pods": settings.list_pods,
+            "large_list_pods": settings.large_list_pods,
+            "warmup_pods": settings.warmup_pods,
             "requests": settings.requests,
             "warmup": settings.warmup,
             "celpy_nodes": settings.celpy_nodes,
@@ -221,16 +329,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets=targets,
         cel=cel,
         engine=engine,
+        mismatches=cross_check(targets),
     )
     path = write_json(run, RESULTS_DIR, stamp)
     log(f"results: {path.relative_to(REPO_ROOT)}")
+    wrong = [
+        f"{t.name}: {p}"
+        for t in targets
+        for series in (*t.distinct, *t.measurements)
+        for p in series.problems
+    ]
+    if wrong or run.mismatches:
+        # loud: a fast answer that differs from the baseline's is no figure
+        log("FAILED: the servers did not all answer correctly and alike; docs left as they were")
+        for line in [*run.mismatches, *wrong][:40]:
+            log(f"  {line}")
+        return 1
     if settings.docs:
         DOCS_PAGE.parent.mkdir(parents=True, exist_ok=True)
         DOCS_PAGE.write_text(render_markdown(run))
         log(f"wrote {DOCS_PAGE.relative_to(REPO_ROOT)}")
     log(f"done in {(datetime.now(UTC) - started).total_seconds():.0f} s")
-    wrong = any(m.problems for t in targets for m in t.measurements)
-    return 1 if wrong else 0
+    return 0
 
 
 def _fmt(us: float | None) -> str:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol, cast
 
 from bench import policy
-from bench.workload import NOW, Json, Workload
+from bench.workload import NOW, Json, Workload, snapshot
 
 # Declared as dyn: the benchmark measures evaluation, not the checker's type inference.
 NO_PORTABLE_FORM = "needs Kubernetes quantities, which celpy does not have"
@@ -96,6 +96,12 @@ def _sample(nodes: list[Json], count: int) -> list[Json]:
     return [nodes[int(i * step)] for i in range(count)]
 
 
+def _expected(rule: policy.Rule, workload: Workload, nodes: list[Json]) -> list[bool | float]:
+    reference = policy.Reference(workload.nodes, workload.pods)
+    pod = policy.PodFacts.of(workload.pod)
+    return [policy.expected_value(rule, pod, reference.node(n)) for n in nodes]
+
+
 # --- celpy -----------------------------------------------------------------------------
 
 
@@ -111,7 +117,7 @@ def time_celpy(rule: policy.Rule, workload: Workload, nodes: list[Json], repeats
     program = env.program(env.compile(rule.portable))
     pod = json_to_cel(workload.pod)
     activations = [{"pod": pod, "node": json_to_cel(n)} for n in nodes]
-    expected = [policy.expected_value(rule, workload.pod, n) for n in nodes]
+    expected = _expected(rule, workload, nodes)
 
     def run(activation: object) -> object:
         result: object = program.evaluate(cast(Any, activation))
@@ -135,17 +141,19 @@ def our_compile() -> Callable[..., _Program] | None:
 
 def our_activations(workload: Workload, nodes: list[Json]) -> list[dict[str, object]]:
     """The variables a policyext policy sees, for each node (built once, not timed): the
-    engine's own podRequests and nodeInfo (allocatable, from the node)."""
+    engine's own podRequests and nodeInfo (from the snapshot's nodes and pods)."""
     from policyext.cel.values import Timestamp
-    from policyext.policy.resources import build_node_info, node_allocatable, pod_requests
+    from policyext.cluster.snapshot import SnapshotSource
+    from policyext.policy.resources import pod_requests
 
+    source = SnapshotSource(snapshot(workload)["items"])
     requests = pod_requests(workload.pod)
     now = Timestamp(int(NOW.timestamp()) * 1_000_000_000)
     return [
         {
             "pod": workload.pod,
             "node": n,
-            "nodeInfo": build_node_info(node_allocatable(n), None, None),
+            "nodeInfo": source.node_info(source.nodes[n["metadata"]["name"]]),
             "podRequests": requests,
             "now": now,
         }
@@ -170,7 +178,7 @@ def time_ours(
         program = compile_fn(source, VARIABLES)
     except Exception as e:  # any compile failure means n/a, with the reason
         return Timing(None, note=f"does not compile: {e}")
-    expected = [policy.expected_value(rule, workload.pod, n) for n in nodes]
+    expected = _expected(rule, workload, nodes)
 
     def run(activation: object) -> object:
         return program.evaluate(cast(Mapping[str, object], activation))

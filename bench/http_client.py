@@ -1,9 +1,12 @@
-"""Timing an extender over HTTP, the way the kube-scheduler calls it.
+"""Timing an extender over HTTP, the way the kube-scheduler calls it, and checking its
+replies.
 
 One persistent HTTP/1.1 connection (the scheduler's Go client keeps its connections alive),
-one request at a time (the scheduler calls extenders on its serial path), the same bytes
-every time. The first reply of each series is checked against the reference verdicts of
-`bench.policy`: a figure is only worth reporting for an extender that answers correctly.
+one request at a time (the scheduler calls extenders on its serial path). `measure_server`
+sends the same bytes every time (the repeated-request series, which a reply memo answers);
+`bench.distinct` sends pods never seen before. Replies are checked against the reference
+verdicts of `bench.policy`: a figure is only worth reporting for an extender that answers
+correctly.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def measure_server(
     policy; problems are reported in the measurement, not raised, so one wrong answer does
     not hide the other figures.
     """
-    expected = policy.evaluate(workload.pod, workload.nodes)
+    expected = policy.Reference(workload.nodes, workload.pods).verdicts(workload.pod)
     bodies = {"full": encode(full_args(workload)), "names": encode(names_args(workload))}
     client = KeepAliveClient(base_url)
     results = []
@@ -147,7 +150,7 @@ def measure_server(
 # --- checking replies ------------------------------------------------------------------
 
 
-def _field(obj: Mapping[str, Any], name: str) -> Any:
+def field_of(obj: Mapping[str, Any], name: str) -> Any:
     """A field of a reply, matched without regard to case, as the scheduler decodes it."""
     for key, value in obj.items():
         if key.lower() == name.lower():
@@ -159,30 +162,46 @@ def check_reply(
     verb: Verb, mode: Mode, reply: bytes, workload: Workload, expected: policy.Verdicts
 ) -> list[str]:
     """What is wrong with a reply (empty: nothing)."""
+    if verb == "prioritize":
+        return check_scores(reply, expected)
+    return check_filter(reply, mode, workload, expected)
+
+
+def check_filter(
+    reply: bytes, mode: Mode, workload: Workload, expected: policy.Verdicts
+) -> list[str]:
+    """What is wrong with a filter reply (empty: nothing)."""
     try:
         decoded = json.loads(reply)
     except ValueError as e:
-        return [f"{verb}: the reply is not JSON: {e}"]
-    if verb == "prioritize":
-        return _check_scores(decoded, expected)
+        return [f"filter: the reply is not JSON: {e}"]
     if not isinstance(decoded, dict):
         return ["filter: the reply is not an ExtenderFilterResult object"]
     return _check_filter(decoded, mode, workload, expected)
+
+
+def check_scores(reply: bytes, expected: policy.Verdicts) -> list[str]:
+    """What is wrong with a prioritize reply (empty: nothing)."""
+    try:
+        decoded = json.loads(reply)
+    except ValueError as e:
+        return [f"prioritize: the reply is not JSON: {e}"]
+    return _check_scores(decoded, expected)
 
 
 def _check_filter(
     result: dict[str, Any], mode: Mode, workload: Workload, expected: policy.Verdicts
 ) -> list[str]:
     problems = []
-    if _field(result, "Error"):
-        problems.append(f"filter: Error = {_field(result, 'Error')!r}")
+    if field_of(result, "Error"):
+        problems.append(f"filter: Error = {field_of(result, 'Error')!r}")
     if mode == "names":
-        names = _field(result, "NodeNames")
+        names = field_of(result, "NodeNames")
         if not isinstance(names, list):
             return [*problems, "filter: NodeNames mode, but the reply has no NodeNames list"]
     else:
-        nodes = _field(result, "Nodes")
-        items = _field(nodes, "items") if isinstance(nodes, dict) else None
+        nodes = field_of(result, "Nodes")
+        items = field_of(nodes, "items") if isinstance(nodes, dict) else None
         if not isinstance(items, list):
             return [*problems, "filter: NodeList mode, but the reply has no Nodes.items"]
         names = [item["metadata"]["name"] for item in items]
@@ -205,7 +224,7 @@ def _check_filter(
         )
     failed: set[str] = set()
     for key in ("FailedNodes", "FailedAndUnresolvableNodes"):
-        failed |= set(_field(result, key) or {})
+        failed |= set(field_of(result, key) or {})
     if failed != set(expected.rejected):
         problems.append(
             f"filter: {len(failed)} nodes reported failed, {len(expected.rejected)} expected"
@@ -219,7 +238,7 @@ def _check_scores(decoded: object, expected: policy.Verdicts) -> list[str]:
     problems = []
     scores: dict[str, object] = {}
     for entry in decoded:
-        host, score = _field(entry, "Host"), _field(entry, "Score")
+        host, score = field_of(entry, "Host"), field_of(entry, "Score")
         scores[str(host)] = score
         if type(score) is not int:
             problems.append(f"prioritize: score of {host} is {score!r}, not an integer")

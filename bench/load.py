@@ -84,7 +84,7 @@ SETS: Final = {
 
 def expected_verdicts(workload: Workload, zone: str) -> policy.Verdicts:
     """The benchmark policy's verdicts, with the nodes of `zone` refused as well."""
-    base = policy.evaluate(workload.pod, workload.nodes)
+    base = policy.Reference(workload.nodes, workload.pods).verdicts(workload.pod)
     in_zone = {
         n["metadata"]["name"]
         for n in workload.nodes

@@ -1,19 +1,22 @@
-"""The benchmark policy: eight rules, as CEL and as a plain-Python reference.
+"""The benchmark policy: ten rules (6 filters, 4 scores), as CEL and as a plain-Python
+reference.
 
 The same policy is hard-coded in the Go baseline (`go-extender/policy.go`). Each rule has:
 - `expression`: the CEL a SchedulingPolicy author writes (optional fields, `quantity`);
 - `portable`: the same check in the CEL subset celpy 0.5 parses (no `.?`/`orValue`, no
   Kubernetes libraries), or None when the rule needs Kubernetes quantities.
 
-The reference functions compute the verdicts directly; the harness checks every server's
-replies against them, so a fast but wrong extender cannot post a figure.
+The reference (`Reference`) computes the verdicts directly, with each node's free CPU worked
+out from the pods bound to it; the harness checks every server's replies against it, so a
+fast but wrong extender cannot post a figure.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any, Final, Literal
 
@@ -84,6 +87,13 @@ RULES: Final = (
         "node is cordoned",
     ),
     Rule(
+        "free-cpu-fits",
+        "filter",
+        "nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0",
+        None,
+        "not enough free CPU",
+    ),
+    Rule(
         "more-cpu",
         "score",
         "nodeInfo.allocatable.cpu.asApproximateFloat() / 16.0 * 10.0",
@@ -108,6 +118,13 @@ RULES: Final = (
         f"has({_LABELS}) && 'lifecycle' in {_LABELS} && {_LABELS}.lifecycle == 'on-demand'"
         " ? 10 : 0",
         weight=1,
+    ),
+    Rule(
+        "most-free-cpu",
+        "score",
+        "nodeInfo.free.cpu.asApproximateFloat() / 16.0 * 10.0",
+        None,
+        weight=2,
     ),
 )
 
@@ -147,6 +164,7 @@ _BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei
 _QUANTITY: Final = re.compile(
     r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE])?)"
 )
+TERMINATED_PHASES: Final = frozenset(("Succeeded", "Failed"))
 
 
 def quantity_millis(text: str) -> int:
@@ -180,6 +198,17 @@ def pod_requests_millis(pod: Json, resource: str) -> int:
     return total + (quantity_millis(overhead) if overhead else 0)
 
 
+def requested_cpu(bound_pods: Iterable[Json]) -> dict[str, int]:
+    """Millicores requested on each node by the pods bound to it, terminated ones (Succeeded,
+    Failed) left out, as kube-scheduler counts them."""
+    out: dict[str, int] = {}
+    for pod in bound_pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and (pod.get("status") or {}).get("phase") not in TERMINATED_PHASES:
+            out[node] = out.get(node, 0) + pod_requests_millis(pod, "cpu")
+    return out
+
+
 def _requests_resource(pod: Json, resource: str) -> bool:
     spec = pod.get("spec") or {}
     containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
@@ -188,46 +217,97 @@ def _requests_resource(pod: Json, resource: str) -> bool:
     ) or resource in (spec.get("overhead") or {})
 
 
-def rejections(pod: Json, node: Json) -> list[str]:
+@dataclass(frozen=True)
+class PodFacts:
+    """What the rules read of a pod, worked out once."""
+
+    critical: bool
+    wants_gpu: bool
+    cpu: int  # effective request, millicores
+    preferred_zone: str
+
+    @classmethod
+    def of(cls, pod: Json) -> PodFacts:
+        meta = pod.get("metadata") or {}
+        return cls(
+            critical=(meta.get("labels") or {}).get("critical") == "true",
+            wants_gpu=_requests_resource(pod, GPU_RESOURCE),
+            cpu=pod_requests_millis(pod, "cpu"),
+            preferred_zone=(meta.get("annotations") or {}).get(PREFERRED_ZONE_ANNOTATION, ""),
+        )
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the rules read of a node and its pods, worked out once."""
+
+    name: str
+    ready: bool
+    lifecycle: str
+    gpu: bool
+    cordoned: bool
+    zone: str | None
+    allocatable_cpu: int  # millicores
+    free_cpu: int  # allocatable minus what the active bound pods request
+
+    @classmethod
+    def of(cls, node: Json, requested_cpu: int = 0) -> NodeFacts:
+        labels = node["metadata"].get("labels") or {}
+        conditions = node.get("status", {}).get("conditions") or []
+        taints = node.get("spec", {}).get("taints") or []
+        allocatable = quantity_millis(node["status"]["allocatable"]["cpu"])
+        return cls(
+            name=node["metadata"]["name"],
+            ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+            lifecycle=labels.get("lifecycle", ""),
+            gpu=GPU_LABEL in labels,
+            cordoned=any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints),
+            zone=labels.get(ZONE_LABEL),
+            allocatable_cpu=allocatable,
+            free_cpu=allocatable - requested_cpu,
+        )
+
+
+def rejections(pod: PodFacts, node: NodeFacts) -> list[str]:
     """The names of the filter rules the node fails, in rule order."""
-    labels = node["metadata"].get("labels") or {}
-    pod_labels = pod["metadata"].get("labels") or {}
     failed = []
-    conditions = node.get("status", {}).get("conditions") or []
-    if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+    if not node.ready:
         failed.append("node-ready")
-    if pod_labels.get("critical") == "true" and labels.get("lifecycle") == "spot":
+    if pod.critical and node.lifecycle == "spot":
         failed.append("no-spot-for-critical")
-    if GPU_LABEL in labels and not _requests_resource(pod, GPU_RESOURCE):
+    if node.gpu and not pod.wants_gpu:
         failed.append("gpu-nodes-for-gpu-pods")
-    if quantity_millis(node["status"]["allocatable"]["cpu"]) < pod_requests_millis(pod, "cpu"):
+    if node.allocatable_cpu < pod.cpu:
         failed.append("cpu-fits")
-    if any(t.get("key") == UNSCHEDULABLE_TAINT for t in node.get("spec", {}).get("taints") or []):
+    if node.cordoned:
         failed.append("not-cordoned")
+    if node.free_cpu < pod.cpu:
+        failed.append("free-cpu-fits")
     return failed
 
 
-def raw_scores(pod: Json, node: Json) -> dict[str, float]:
+def raw_scores(pod: PodFacts, node: NodeFacts) -> dict[str, float]:
     """Each score rule's value for the node, before clamping."""
-    labels = node["metadata"].get("labels") or {}
-    preferred = (pod["metadata"].get("annotations") or {}).get(PREFERRED_ZONE_ANNOTATION, "")
-    cores = quantity_millis(node["status"]["allocatable"]["cpu"]) / 1000
+    zone = pod.preferred_zone
     return {
-        "more-cpu": cores / 16.0 * 10.0,
-        "preferred-zone": 10.0 if preferred != "" and labels.get(ZONE_LABEL) == preferred else 0.0,
-        "on-demand": 10.0 if labels.get("lifecycle") == "on-demand" else 0.0,
+        "more-cpu": node.allocatable_cpu / 1000 / 16.0 * 10.0,
+        "preferred-zone": 10.0 if zone != "" and node.zone == zone else 0.0,
+        "on-demand": 10.0 if node.lifecycle == "on-demand" else 0.0,
+        "most-free-cpu": node.free_cpu / 1000 / 16.0 * 10.0,
     }
 
 
-def final_score(pod: Json, node: Json) -> int:
+_WEIGHTS: Final = {r.name: r.weight for r in RULES if r.kind == "score"}
+
+
+def final_score(pod: PodFacts, node: NodeFacts) -> int:
     """floor(Σ w·s / Σ w + 0.5), each s clamped into [0, 10]: the integer the extender replies."""
-    weights = {r.name: r.weight for r in RULES if r.kind == "score"}
     values = raw_scores(pod, node)
-    total = sum(weights[name] * min(max(values[name], 0.0), 10.0) for name in weights)
-    return math.floor(total / sum(weights.values()) + 0.5)
+    total = sum(w * min(max(values[name], 0.0), 10.0) for name, w in _WEIGHTS.items())
+    return math.floor(total / sum(_WEIGHTS.values()) + 0.5)
 
 
-def expected_value(rule: Rule, pod: Json, node: Json) -> bool | float:
+def expected_value(rule: Rule, pod: PodFacts, node: NodeFacts) -> bool | float:
     """What the rule's expression evaluates to: pass/fail for a filter, the unclamped
     number for a score."""
     if rule.kind == "filter":
@@ -242,16 +322,47 @@ class Verdicts:
     scores: dict[str, int]
 
 
-def evaluate(pod: Json, nodes: list[Json]) -> Verdicts:
+@dataclass
+class Reference:
+    """What a correct extender answers, for a cluster of nodes and the pods bound to them."""
+
+    nodes: Sequence[Json]
+    bound_pods: Sequence[Json] = ()
+    facts: dict[str, NodeFacts] = field(init=False)
+
+    def __post_init__(self) -> None:
+        requested = requested_cpu(self.bound_pods)
+        self.facts = {
+            n["metadata"]["name"]: NodeFacts.of(n, requested.get(n["metadata"]["name"], 0))
+            for n in self.nodes
+        }
+
+    def node(self, node: Json | str) -> NodeFacts:
+        return self.facts[node if isinstance(node, str) else node["metadata"]["name"]]
+
+    def verdicts(self, pod: Json | PodFacts, names: Sequence[str] | None = None) -> Verdicts:
+        """The filter verdicts over `names` (default: every node) and the score of each."""
+        facts = pod if isinstance(pod, PodFacts) else PodFacts.of(pod)
+        chosen = [self.facts[n] for n in names] if names is not None else self.facts.values()
+        feasible: list[str] = []
+        rejected: dict[str, list[str]] = {}
+        scores: dict[str, int] = {}
+        for node in chosen:
+            failed = rejections(facts, node)
+            if failed:
+                rejected[node.name] = failed
+            else:
+                feasible.append(node.name)
+            scores[node.name] = final_score(facts, node)
+        return Verdicts(feasible, rejected, scores)
+
+    def restricted(self, verdicts: Verdicts, names: Iterable[str]) -> Verdicts:
+        """The scores of `verdicts` for `names` only (prioritize is sent the feasible nodes)."""
+        chosen = set(names)
+        scores = {n: s for n, s in verdicts.scores.items() if n in chosen}
+        return Verdicts([n for n in verdicts.feasible if n in chosen], {}, scores)
+
+
+def evaluate(pod: Json, nodes: list[Json], bound_pods: Sequence[Json] = ()) -> Verdicts:
     """What a correct extender answers for the pod over these nodes."""
-    feasible: list[str] = []
-    rejected: dict[str, list[str]] = {}
-    for node in nodes:
-        name = node["metadata"]["name"]
-        failed = rejections(pod, node)
-        if failed:
-            rejected[name] = failed
-        else:
-            feasible.append(name)
-    scores = {n["metadata"]["name"]: final_score(pod, n) for n in nodes}
-    return Verdicts(feasible, rejected, scores)
+    return Reference(nodes, bound_pods).verdicts(pod)

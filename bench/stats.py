@@ -14,6 +14,7 @@ class Summary:
 
     count: int
     p50: float
+    p90: float
     p99: float
     mean: float
     min: float
@@ -34,6 +35,7 @@ def summarize_ns(samples_ns: Sequence[int]) -> Summary:
     return Summary(
         count=len(values),
         p50=statistics.median(values),
+        p90=percentile(values, 0.90),
         p99=percentile(values, 0.99),
         mean=statistics.fmean(values),
         min=values[0],

@@ -36,7 +36,9 @@ from typing import Any
 import yaml
 
 from bench import policy, targets
+from bench.pods import pending_pods
 from bench.report import describe_machine
+from bench.workload import GPU_LABEL, GPU_RESOURCE
 from tests.e2e.binaries import KUBERNETES_VERSION, ensure_binaries
 from tests.e2e.controlplane import (
     POLICYEXT,
@@ -44,7 +46,6 @@ from tests.e2e.controlplane import (
     KubeClient,
     fake_node,
     free_port,
-    pod,
 )
 from tests.e2e.extender import Extender, scheduler_config
 from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
@@ -75,6 +76,12 @@ class RunResult:
     @property
     def pods_per_second(self) -> float:
         return (self.pods - 1) / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def extender_ms_per_pod(self) -> float | None:
+        """The extender's CPU time (user and system, every process of it) per pod."""
+        cpu = self.cpu_seconds.get("extender")
+        return None if cpu is None else 1000 * cpu / self.pods
 
 
 # --------------------------------------------------------------------------- measuring
@@ -157,6 +164,11 @@ def _parallel(count: int, action: Any) -> None:
         list(pool.map(action, range(count)))
 
 
+GPU_NODE_SHARE = 0.10  # enough GPUs for the pods that ask for them (10 %, 1 to 4 each)
+GPUS_PER_NODE = "8"
+RUNTIME_CLASS = "kata"
+
+
 def create_nodes(admin: KubeClient, count: int) -> None:
     zones = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
 
@@ -164,17 +176,63 @@ def create_nodes(admin: KubeClient, count: int) -> None:
         labels = {"topology.kubernetes.io/zone": zones[i % 3]}
         if i % 10 < 3:
             labels["lifecycle"] = "spot"  # 30 %, as in the bench/ workload
-        admin.create_fake_node(fake_node(f"bench-{i:04d}", cpu="8", memory="32Gi", labels=labels))
+        else:
+            labels["lifecycle"] = "on-demand"
+        gpu = i % round(1 / GPU_NODE_SHARE) == 9
+        if gpu:
+            labels[GPU_LABEL] = "true"
+        manifest = fake_node(f"bench-{i:04d}", cpu="8", memory="32Gi", labels=labels)
+        if gpu:
+            for resources in (manifest["status"]["capacity"], manifest["status"]["allocatable"]):
+                resources[GPU_RESOURCE] = GPUS_PER_NODE
+        admin.create_fake_node(manifest)
 
     _parallel(count, one)
+    # the pods with an overhead name this RuntimeClass; admission copies its overhead in
+    admin.create(
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": RUNTIME_CLASS},
+            "handler": RUNTIME_CLASS,
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}},
+        },
+    )
+
+
+def pod_manifest(shape: Json, name: str, scheduler: str) -> Json:
+    """A pending pod of `bench.pods` as a user creates it: its labels, annotations,
+    containers, init containers and RuntimeClass (whose overhead admission fills in)."""
+    meta = shape["metadata"]
+    spec = shape["spec"]
+
+    def container(c: Json) -> Json:
+        return {"name": c["name"], "image": "e2e.invalid/app:1", "resources": c["resources"]}
+
+    out: Json = {
+        "schedulerName": scheduler,
+        "automountServiceAccountToken": False,
+        "containers": [container(c) for c in spec["containers"]],
+    }
+    if spec.get("initContainers"):
+        out["initContainers"] = [container(c) for c in spec["initContainers"]]
+    if spec.get("runtimeClassName"):
+        out["runtimeClassName"] = RUNTIME_CLASS
+    metadata: Json = {"name": name, "labels": {**meta.get("labels", {}), "app": "bench"}}
+    if meta.get("annotations"):
+        metadata["annotations"] = meta["annotations"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": out}
 
 
 def create_pods(admin: KubeClient, namespace: str, scheduler: str, count: int) -> None:
+    # the same shapes in every run, so the runs compare
+    shapes = pending_pods(count)
+
     def one(i: int) -> None:
-        labels = {"app": "bench", "critical": "true"} if i % 3 == 0 else {"app": "bench"}
         admin.create(
             f"/api/v1/namespaces/{namespace}/pods",
-            pod(f"p-{i:04d}", scheduler_name=scheduler, cpu="100m", labels=labels),
+            pod_manifest(shapes[i], f"p-{i:04d}", scheduler),
         )
 
     _parallel(count, one)
@@ -266,6 +324,38 @@ def scheduler_phases(admin: KubeClient, component: Any) -> dict[str, float]:
     return out
 
 
+class Profiler:
+    """py-spy sampling the extender's processes while the scheduler runs (only the
+    threads holding the GIL: where its CPU goes), written as collapsed stacks."""
+
+    def __init__(self, pid: int, output: Path) -> None:
+        self.output = output
+        self.process = subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--subprocesses",
+                "--gil",
+                "--nonblocking",
+                "--rate",
+                "250",
+                "--format",
+                "raw",
+                "--output",
+                str(output),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+        print(f"profile of the extender: {self.output}", flush=True)
+
+
 def run_once(
     plane: ControlPlane,
     admin: KubeClient,
@@ -274,6 +364,7 @@ def run_once(
     pods: int,
     timeout: float,
     extender: Extender | GoExtender | None = None,
+    profile: Path | None = None,
 ) -> RunResult:
     slug = "-".join("".join(c if c.isalnum() else " " for c in label.lower()).split())
     namespace = f"bench-{slug}-{int(time.time())}"
@@ -297,6 +388,9 @@ def run_once(
     elif isinstance(extender, GoExtender) and extender.process:
         pids["extender"] = extender.process.pid
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    profiler = None
+    if profile is not None and isinstance(extender, Extender) and "extender" in pids:
+        profiler = Profiler(pids["extender"], profile)
     started = time.monotonic()
     scheduler = plane.start_scheduler(yaml.safe_dump(document), name=scheduler_name)
     try:
@@ -310,6 +404,8 @@ def run_once(
         }
         phases = scheduler_phases(admin, scheduler)
     finally:
+        if profiler is not None:
+            profiler.stop()
         watch.stop()
         plane.stop_component(scheduler_name)
     times = sorted(watch.bound.values())
@@ -374,11 +470,20 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         "`nodeCacheCapable: true`), serving",
         f"{POLICIES['bench']}, the same with `--bind` (policyext binds), and",
         f"{POLICIES['rules']}; policyext with `--workers {workers} --threads {threads}`,",
-        "as the `policyext` identity with the chart's RBAC, watching Nodes and Pods. A third",
-        "of the pods are `critical`; 30 % of the nodes are spot nodes. The rate counts from",
+        "as the `policyext` identity with the chart's RBAC, watching Nodes and Pods. The pods",
+        "are the varied pods of `bench/pods.py` (the same shapes in every run: CPU from 100m",
+        "to 4 cores in mixed formats, a third `critical`, a preferred zone or none, 10 %",
+        "asking for GPUs, init containers, a RuntimeClass overhead; no two alike in what the",
+        "policy reads of them, so no reply memo answers one from another); 30 % of the nodes",
+        f"are spot nodes, {GPU_NODE_SHARE:.0%} GPU nodes. The rate counts from",
         "the first binding to the last, as a watch sees them (not the scheduler's start nor",
         "the pods' creation); the client rate limit of every scheduler is raised to",
-        f"{CLIENT_CONNECTION['qps']} QPS.\n",
+        f"{CLIENT_CONNECTION['qps']} QPS. *Extender CPU ms per pod*: the user and system time",
+        "of the extender's processes (from /proc/<pid>/stat, before and after the run)",
+        "divided by the pods. The Go extender reads its nodes from a snapshot taken before",
+        "the run and keeps no pod watch (its pod cache is empty: the benchmark policy's",
+        "`nodeInfo.free` is then the allocatable CPU), so its CPU is a lower bound for an",
+        "informer-fed extender.\n",
     ]
     add(" ".join(setup))
     add("## Machine\n")
@@ -388,9 +493,8 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
     add("## Results\n")
     add(
         "| round | scheduler | pods/s | seconds | ratio to stock | CPU s: scheduler | apiserver"
-        " | etcd | extender | ms per call in policyext | ms per pod in the scheduler |\n"
-        + "|---" * 11
-        + "|"
+        " | etcd | extender | extender CPU ms per pod | ms per call in policyext"
+        " | ms per pod in the scheduler |\n" + "|---" * 12 + "|"
     )
     stock_by_round = {r.round: r for r in results if r.scheduler == STOCK}
     for r in results:
@@ -399,10 +503,12 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         c = r.cpu_seconds
         calls = ", ".join(f"{v} {ms:.1f}" for v, ms in sorted(r.extender_ms.items()))
         phases = ", ".join(f"{p} {ms:.1f}" for p, ms in r.scheduler_ms.items())
+        per_pod = r.extender_ms_per_pod
         add(
             f"| {r.round} | {r.scheduler} | {r.pods_per_second:.0f} | {r.seconds:.2f}"
             f" | {ratio:.2f} | {c.get('kube-scheduler', 0):.1f} | {c.get('kube-apiserver', 0):.1f}"
-            f" | {c.get('etcd', 0):.1f} | {c.get('extender', '')} | {calls} | {phases} |"
+            f" | {c.get('etcd', 0):.1f} | {c.get('extender', '')}"
+            f" | {'' if per_pod is None else f'{per_pod:.2f}'} | {calls} | {phases} |"
         )
     add("")
     stock_rate = statistics.median(r.pods_per_second for r in results if r.scheduler == STOCK)
@@ -413,6 +519,16 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         if any(r.scheduler == label for r in results)
     }
     go_rate = medians.get(GO)
+    cpu_per_pod = {
+        label: statistics.median(
+            ms
+            for r in results
+            if r.scheduler == label and (ms := r.extender_ms_per_pod) is not None
+        )
+        for label in medians
+        if any(r.scheduler == label and r.extender_ms_per_pod is not None for r in results)
+    }
+    go_cpu = cpu_per_pod.get(GO)
     for label, rate in medians.items():
         line = (
             f"- {label}: **{rate:.0f} pods/s**, the extender costs"
@@ -420,6 +536,11 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         )
         if go_rate and label != GO:
             line += f" ({rate / go_rate:.2f}x the Go extender's rate)"
+        cpu = cpu_per_pod.get(label)
+        if cpu is not None:
+            line += f"; extender CPU **{cpu:.2f} ms per pod**"
+            if go_cpu and label != GO:
+                line += f" ({cpu / go_cpu:.1f}x the Go extender's {go_cpu:.2f} ms)"
         lines.append(line)
     add("Medians over the rounds (the goal: the extender costs at most 20 %):\n")
     add("\n".join(lines) + "\n")
@@ -480,7 +601,9 @@ def _run_variant(
     extender.start(timeout=60)
     try:
         config = scheduler_config(extender.url, "bench", bind=variant.bind)
-        return run_once(plane, admin, label, config, args.pods, args.timeout, extender)
+        return run_once(
+            plane, admin, label, config, args.pods, args.timeout, extender, args.profile
+        )
     finally:
         extender.stop()
 
@@ -503,7 +626,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--render", metavar="JSON", help="only write the page again from a saved run's results"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="with --only: sample policyext with py-spy (installed apart) into FILE",
+    )
     args = parser.parse_args(argv)
+    if args.profile and not args.only:
+        parser.error("--profile goes with --only (the profiler costs CPU the others would see)")
     if args.render:
         saved = json.loads(Path(args.render).read_text())
         runs = [RunResult(**run) for run in saved["runs"]]

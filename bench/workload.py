@@ -430,6 +430,8 @@ def _pod(
     node_name: str,
     owner_kind: str,
     phase: str = "Running",
+    init_cpu: str | None = None,
+    overhead_cpu: str | None = None,
 ) -> Json:
     suffix = _hex(rng, 5)
     owner = f"{app}-{_hex(rng, 9)}" if owner_kind == "ReplicaSet" else app
@@ -459,27 +461,55 @@ def _pod(
                 }
             ],
         },
-        "spec": {
-            "containers": [
-                {
-                    "name": app,
-                    "image": f"{repo}:{tag}",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                    "imagePullPolicy": "IfNotPresent",
-                }
-            ],
-            "restartPolicy": "Always",
-            "serviceAccountName": app,
-            "nodeName": node_name,
-            "schedulerName": "default-scheduler",
-            "priority": 0,
-        },
+        "spec": _bound_spec(app, f"{repo}:{tag}", cpu, memory, node_name, init_cpu, overhead_cpu),
         "status": {
             "phase": phase,
             "hostIP": node_name.split(".", maxsplit=1)[0][3:].replace("-", "."),
             "qosClass": "Burstable",
         },
     }
+
+
+def _bound_spec(
+    app: str,
+    image: str,
+    cpu: str,
+    memory: str,
+    node_name: str,
+    init_cpu: str | None,
+    overhead_cpu: str | None,
+) -> Json:
+    spec: Json = {}
+    if init_cpu is not None:
+        # a migration step that needs more CPU than the app while it runs: it sets the
+        # pod's effective request (max(sum of containers, largest init container))
+        spec["initContainers"] = [
+            {
+                "name": "migrate",
+                "image": image,
+                "resources": {"requests": {"cpu": init_cpu, "memory": memory}},
+            }
+        ]
+    spec["containers"] = [
+        {
+            "name": app,
+            "image": image,
+            "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            "imagePullPolicy": "IfNotPresent",
+        }
+    ]
+    spec.update(
+        restartPolicy="Always",
+        serviceAccountName=app,
+        nodeName=node_name,
+        schedulerName="default-scheduler",
+        priority=0,
+    )
+    if overhead_cpu is not None:
+        # a sandboxed RuntimeClass: its overhead counts on top of the containers
+        spec["runtimeClassName"] = "kata"
+        spec["overhead"] = {"cpu": overhead_cpu, "memory": "160Mi"}
+    return spec
 
 
 def _bound_pods(rng: random.Random, node: Json) -> list[Json]:
@@ -489,19 +519,46 @@ def _bound_pods(rng: random.Random, node: Json) -> list[Json]:
     ]
     alloc_milli = _cpu_millis(node["status"]["allocatable"]["cpu"])
     budget = int(alloc_milli * rng.uniform(0.2, 0.75)) - 155  # what the daemonsets left
-    for _ in range(rng.randint(0, 6)):
+    for _ in range(rng.randint(0, 5)):
         cpu = rng.choice((100, 250, 500, 1000, 2000))
-        if cpu > budget:
+        init = cpu * 2 if rng.random() < 0.2 else None
+        overhead = 250 if rng.random() < 0.1 else None
+        effective = max(cpu, init or 0) + (overhead or 0)
+        if effective > budget:
             break
-        budget -= cpu
-        team = rng.choice(TEAMS)
-        image = rng.choice(APP_IMAGES)
-        app = image[0].rsplit("/", 1)[1]
-        # a finished Job pod occasionally: bound to the node, but no longer using it
-        phase = "Succeeded" if rng.random() < 0.03 else "Running"
-        memory = f"{cpu * 2}Mi"
-        pods.append(_pod(rng, team, app, image, f"{cpu}m", memory, name, "ReplicaSet", phase))
+        budget -= effective
+        pods.append(_app_pod(rng, name, cpu, "Running", init_cpu=init, overhead_cpu=overhead))
+    # finished Job pods: still bound to the node, but no longer using it (never counted)
+    while rng.random() < 0.3:
+        phase = rng.choice(("Succeeded", "Failed"))
+        pods.append(_app_pod(rng, name, rng.choice((500, 1000, 4000)), phase))
     return pods
+
+
+def _app_pod(
+    rng: random.Random,
+    node_name: str,
+    cpu: int,
+    phase: str,
+    init_cpu: int | None = None,
+    overhead_cpu: int | None = None,
+) -> Json:
+    team = rng.choice(TEAMS)
+    image = rng.choice(APP_IMAGES)
+    app = image[0].rsplit("/", 1)[1]
+    return _pod(
+        rng,
+        team,
+        app,
+        image,
+        f"{cpu}m",
+        f"{cpu * 2}Mi",
+        node_name,
+        "ReplicaSet",
+        phase,
+        init_cpu=None if init_cpu is None else f"{init_cpu}m",
+        overhead_cpu=None if overhead_cpu is None else f"{overhead_cpu}m",
+    )
 
 
 def _cpu_millis(value: str) -> int:

@@ -2,7 +2,9 @@
 // the way the classic samples do it (net/http, encoding/json, typed structs) with the
 // benchmark policy hard-coded. It serves both modes: with nodeCacheCapable: false the
 // request carries the nodes; with true it carries names, looked up in the node map loaded
-// at start from -snapshot, as an extender keeps one from its informer.
+// at start from -snapshot, as an extender keeps one from its informer. Either way the CPU
+// requested on each node comes from a pod cache summed once at start from the snapshot's
+// Pods, as an informer-fed extender keeps it.
 package main
 
 import (
@@ -18,7 +20,8 @@ import (
 )
 
 type extender struct {
-	nodes map[string]*Node // the node cache of NodeNames mode
+	nodes     map[string]*Node // the node cache of NodeNames mode
+	requested podCache         // millicores requested on each node by its active pods
 }
 
 func main() {
@@ -26,13 +29,13 @@ func main() {
 	snapshot := flag.String("snapshot", "", "a v1 List of Nodes (and Pods) for NodeNames mode")
 	flag.Parse()
 
-	e := &extender{nodes: map[string]*Node{}}
+	e := &extender{nodes: map[string]*Node{}, requested: podCache{}}
 	if *snapshot != "" {
-		nodes, err := loadSnapshot(*snapshot)
+		nodes, requested, err := loadSnapshot(*snapshot)
 		if err != nil {
 			log.Fatalf("loading %s: %v", *snapshot, err)
 		}
-		e.nodes = nodes
+		e.nodes, e.requested = nodes, requested
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/filter", e.filter)
@@ -43,35 +46,43 @@ func main() {
 	log.Fatal(server.ListenAndServe())
 }
 
-// loadSnapshot reads the Nodes of a List such as `kubectl get nodes,pods -o json` prints.
-func loadSnapshot(path string) (map[string]*Node, error) {
+// loadSnapshot reads the Nodes of a List such as `kubectl get nodes,pods -o json` prints,
+// and sums the CPU its Pods request on each node.
+func loadSnapshot(path string) (map[string]*Node, podCache, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nodes := map[string]*Node{}
+	requested := podCache{}
 	for _, raw := range list.Items {
 		var meta TypeMeta
 		if err := json.Unmarshal(raw, &meta); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if meta.Kind != "Node" {
-			continue
+		switch meta.Kind {
+		case "Node":
+			node := &Node{}
+			if err := json.Unmarshal(raw, node); err != nil {
+				return nil, nil, err
+			}
+			node.TypeMeta = TypeMeta{} // the scheduler's nodes carry no kind either
+			nodes[node.Metadata.Name] = node
+		case "Pod":
+			pod := &Pod{}
+			if err := json.Unmarshal(raw, pod); err != nil {
+				return nil, nil, err
+			}
+			requested.add(pod)
 		}
-		node := &Node{}
-		if err := json.Unmarshal(raw, node); err != nil {
-			return nil, err
-		}
-		node.TypeMeta = TypeMeta{} // the scheduler's nodes carry no kind either
-		nodes[node.Metadata.Name] = node
 	}
-	return nodes, nil
+	return nodes, requested, nil
 }
 
 func decodeArgs(w http.ResponseWriter, r *http.Request) (*ExtenderArgs, bool) {
@@ -93,6 +104,7 @@ func (e *extender) filter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pod := factsOf(args.Pod)
+	req := e.requested
 	result := ExtenderFilterResult{
 		FailedNodes:                map[string]string{},
 		FailedAndUnresolvableNodes: map[string]string{},
@@ -105,7 +117,7 @@ func (e *extender) filter(w http.ResponseWriter, r *http.Request) {
 				result.FailedNodes[name] = "node is not in the extender's cache"
 				continue
 			}
-			if failed := failures(pod, node); failed != nil {
+			if failed := failures(pod, node, req[name]); failed != nil {
 				result.FailedNodes[name] = strings.Join(failed, "; ")
 				continue
 			}
@@ -117,7 +129,7 @@ func (e *extender) filter(w http.ResponseWriter, r *http.Request) {
 		if args.Nodes != nil {
 			for i := range args.Nodes.Items {
 				node := &args.Nodes.Items[i]
-				if failed := failures(pod, node); failed != nil {
+				if failed := failures(pod, node, req[node.Metadata.Name]); failed != nil {
 					result.FailedNodes[node.Metadata.Name] = strings.Join(failed, "; ")
 					continue
 				}
@@ -135,19 +147,20 @@ func (e *extender) prioritize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pod := factsOf(args.Pod)
+	req := e.requested
 	scores := []HostPriority{}
 	if args.NodeNames != nil {
 		for _, name := range *args.NodeNames {
 			var s int64
 			if node, known := e.nodes[name]; known {
-				s = score(pod, node)
+				s = score(pod, node, req[name])
 			}
 			scores = append(scores, HostPriority{Host: name, Score: s})
 		}
 	} else if args.Nodes != nil {
 		for i := range args.Nodes.Items {
 			node := &args.Nodes.Items[i]
-			scores = append(scores, HostPriority{Host: node.Metadata.Name, Score: score(pod, node)})
+			scores = append(scores, HostPriority{Host: node.Metadata.Name, Score: score(pod, node, req[node.Metadata.Name])})
 		}
 	}
 	writeJSON(w, scores)

@@ -14,7 +14,21 @@ const (
 	weightMoreCPU       = 3
 	weightPreferredZone = 2
 	weightOnDemand      = 1
+	weightMostFreeCPU   = 2
 )
+
+// podCache is what an informer-fed extender keeps of the bound pods: the millicores they
+// request on each node, summed as kube-scheduler sums them.
+type podCache map[string]int64
+
+// add counts a bound pod on its node, unless it has finished (Succeeded, Failed): its
+// containers no longer hold the resources.
+func (c podCache) add(pod *Pod) {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == "Succeeded" || pod.Status.Phase == "Failed" {
+		return
+	}
+	c[pod.Spec.NodeName] += effectiveRequest(pod, "cpu")
+}
 
 // podFacts are the parts of the pod the rules read, worked out once per request.
 type podFacts struct {
@@ -67,8 +81,9 @@ func requests(pod *Pod, resource string) bool {
 	return ok
 }
 
-// failures returns the messages of the filter rules the node fails (nil: it passes).
-func failures(pod podFacts, node *Node) []string {
+// failures returns the messages of the filter rules the node fails (nil: it passes);
+// requested is the CPU the node's pods request, in millicores.
+func failures(pod podFacts, node *Node, requested int64) []string {
 	var failed []string
 	if !isReady(node) {
 		failed = append(failed, "node is not Ready")
@@ -88,6 +103,9 @@ func failures(pod podFacts, node *Node) []string {
 			break
 		}
 	}
+	if node.Status.Allocatable["cpu"].MilliValue()-requested < pod.cpuMilli {
+		failed = append(failed, "not enough free CPU")
+	}
 	return failed
 }
 
@@ -100,10 +118,11 @@ func isReady(node *Node) bool {
 	return false
 }
 
-// score is floor(Σ w·s / Σ w + 0.5) over the three score rules, each in [0, 10].
-func score(pod podFacts, node *Node) int64 {
-	cores := float64(node.Status.Allocatable["cpu"].MilliValue()) / 1000
-	moreCPU := math.Min(math.Max(cores/16.0*10.0, 0), 10)
+// score is floor(Σ w·s / Σ w + 0.5) over the four score rules, each clamped into [0, 10],
+// summed in the policy's order (floating-point addition is not associative).
+func score(pod podFacts, node *Node, requested int64) int64 {
+	allocatable := node.Status.Allocatable["cpu"].MilliValue()
+	moreCPU := clamp(float64(allocatable) / 1000 / 16.0 * 10.0)
 	var zone, onDemand float64
 	if pod.preferredZone != "" && node.Metadata.Labels[zoneLabel] == pod.preferredZone {
 		zone = 10
@@ -111,6 +130,11 @@ func score(pod podFacts, node *Node) int64 {
 	if node.Metadata.Labels["lifecycle"] == "on-demand" {
 		onDemand = 10
 	}
-	total := weightMoreCPU*moreCPU + weightPreferredZone*zone + weightOnDemand*onDemand
-	return int64(math.Floor(total/(weightMoreCPU+weightPreferredZone+weightOnDemand) + 0.5))
+	mostFree := clamp(float64(allocatable-requested) / 1000 / 16.0 * 10.0)
+	total := weightMoreCPU*moreCPU + weightPreferredZone*zone + weightOnDemand*onDemand +
+		weightMostFreeCPU*mostFree
+	weights := float64(weightMoreCPU + weightPreferredZone + weightOnDemand + weightMostFreeCPU)
+	return int64(math.Floor(total/weights + 0.5))
 }
+
+func clamp(s float64) float64 { return math.Min(math.Max(s, 0), 10) }

@@ -40,6 +40,11 @@ Json = dict[str, Any]
 # how long an assumed pod outlives watch events that still show it unbound (events written
 # before the binding, delivered after it)
 ASSUME_TTL: Final = 30.0
+# The pods node information counts: bound and not finished (kube-scheduler's informer
+# leaves finished pods out the same way). Pending pods, usually most of the pod events of a
+# busy cluster, and finished Jobs never reach the extender; a pod that finishes arrives as
+# DELETED.
+COUNTED_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +102,7 @@ class ClusterSource:
         self._entries: dict[str, NodeEntry] = {}
         self._with_node: dict[str, NodeEntry] = {}  # the entries that have a Node object
         self._keys: dict[int, tuple[Json, str]] = {}  # id(node) -> (node, key)
-        self._pods: dict[str, Json] = {}  # uid -> every pod seen, bound or not
+        self._pods: dict[str, Json] = {}  # uid -> the pods counted (or assumed) on a node
         self._uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
         self._counted: dict[str, _Counted] = {}  # uid -> where it is counted
         self._per_node: dict[str, _NodePods] = {}
@@ -113,7 +118,12 @@ class ClusterSource:
             "nodes", core.list_node, nodes, watch_timeout=watch_timeout, clock=clock
         )
         self._pod_watch = Reflector(
-            "pods", core.list_pod_for_all_namespaces, pods, watch_timeout=watch_timeout, clock=clock
+            "pods",
+            core.list_pod_for_all_namespaces,
+            pods,
+            watch_timeout=watch_timeout,
+            clock=clock,
+            field_selector=COUNTED_PODS,
         )
 
     # -- lifecycle
@@ -231,7 +241,8 @@ class ClusterSource:
         """Count a pod on a node now, right after binding it, as kube-scheduler's assume
         cache does: the next pod of a burst must see it. The watch event of the binding
         later takes over without counting it twice. `pod` is used when the watch has not
-        delivered the pod yet. False when the pod is unknown."""
+        delivered the pod (it watches bound pods only: the usual case). False when the pod
+        is unknown."""
         with self._lock:
             known = self.pod(pod_namespace, pod_name)
             if pod is not None and (known is None or _uid(known) != _uid(pod)):
@@ -385,13 +396,17 @@ class ClusterSource:
     def _publish(self, name: str, node: Json | None) -> None:
         totals = self._per_node.get(name) or _NodePods()
         generation = next(self._generations)
+        previous = self._entries.get(name)
+        if node is not None and previous is not None and previous.node is node:
+            # only its pods changed (the usual event): the node's parts stay as they were
+            allocatable = cast(Resources, previous.info["allocatable"])
+            key = previous.key
+        else:
+            allocatable = node_allocatable(node) if node is not None else {}
+            key = node_key(node) if node is not None else None
         info = build_node_info(
-            node_allocatable(node) if node is not None else {},
-            totals.requested,
-            list(totals.pods.values()),
-            generation,
+            allocatable, totals.requested, list(totals.pods.values()), generation
         )
-        key = node_key(node) if node is not None else None
         entry = self._entries[name] = NodeEntry(node, key, info)
         if node is not None:
             self._with_node[name] = entry

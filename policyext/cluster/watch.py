@@ -80,8 +80,12 @@ class Reflector:
         watch_timeout: int = 300,
         clock: Callable[[], float] = time.monotonic,
         on_error: Callable[[str], object] | None = None,
+        field_selector: str = "",
     ) -> None:
         self.name = name
+        # the list and the watch see only the objects it selects; one that stops matching
+        # arrives as DELETED, one that starts matching as ADDED
+        self.field_selector = field_selector
         self.on_error = on_error  # told of every failure, before the retry
         self.list_function = list_function
         self.handler = handler
@@ -230,6 +234,8 @@ class Reflector:
             self.resource_version = str(version)
 
     def _call(self, kwargs: dict[str, Any], read_timeout: float) -> Any:
+        if self.field_selector:
+            kwargs["field_selector"] = self.field_selector
         try:
             return self.list_function(
                 _preload_content=False,

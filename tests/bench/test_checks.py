@@ -24,9 +24,14 @@ def _cluster() -> Workload:
 
 
 @functools.cache
-def _verdicts() -> policy.Verdicts:
+def _reference() -> policy.Reference:
     w = _cluster()
-    return policy.evaluate(w.pod, w.nodes)
+    return policy.Reference(w.nodes, w.pods)
+
+
+@functools.cache
+def _verdicts() -> policy.Verdicts:
+    return _reference().verdicts(_cluster().pod)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +64,7 @@ def test_malformed_quantities_are_rejected(text: str) -> None:
         ("gpu-nodes-for-gpu-pods", lambda n: workload.GPU_LABEL in n["metadata"]["labels"]),
         ("not-cordoned", lambda n: bool(n["spec"].get("unschedulable"))),
         ("cpu-fits", lambda n: n["status"]["allocatable"]["cpu"] == "500m"),
+        ("free-cpu-fits", lambda n: _reference().node(n).free_cpu < 600),
     ],
 )
 def test_each_filter_rejects_exactly_the_nodes_it_targets(
@@ -70,29 +76,57 @@ def test_each_filter_rejects_exactly_the_nodes_it_targets(
 
 
 @pytest.mark.parametrize(
-    ("allocatable", "zone", "lifecycle", "score"),
+    ("allocatable", "requested", "zone", "lifecycle", "score"),
     [
-        ("15890m", workload.PREFERRED_ZONE, "on-demand", 10),  # (3*9.93 + 20 + 10) / 6
-        ("3920m", "eu-west-1a", "spot", 1),  # 3*2.45 / 6 = 1.225
-        ("32", "eu-west-1a", "spot", 5),  # more-cpu clamped to 10: 30 / 6
-        ("7910m", workload.PREFERRED_ZONE, "spot", 6),  # (14.83 + 20) / 6 = 5.8
+        ("15890m", 15890, workload.PREFERRED_ZONE, "on-demand", 7),  # (3*9.93 + 20 + 10) / 8
+        ("15890m", 0, workload.PREFERRED_ZONE, "on-demand", 10),  # + 2*9.93: 9.98
+        ("3920m", 1920, "eu-west-1a", "spot", 1),  # (3*2.45 + 2*1.25) / 8 = 1.23
+        ("32", 0, "eu-west-1a", "spot", 6),  # both CPU scores clamped to 10: 50 / 8
+        ("7910m", 9000, workload.PREFERRED_ZONE, "spot", 4),  # free < 0 clamped: 34.8 / 8
     ],
 )
 def test_the_final_score_is_the_rounded_weighted_mean(
-    allocatable: str, zone: str, lifecycle: str, score: int
+    allocatable: str, requested: int, zone: str, lifecycle: str, score: int
 ) -> None:
     node = copy.deepcopy(_cluster().nodes[0])
     node["status"]["allocatable"]["cpu"] = allocatable
     node["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone
     node["metadata"]["labels"]["lifecycle"] = lifecycle
-    assert policy.final_score(_cluster().pod, node) == score
+    facts = policy.NodeFacts.of(node, requested)
+    assert policy.final_score(policy.PodFacts.of(_cluster().pod), facts) == score
 
 
-def test_a_gpu_pod_is_allowed_on_gpu_nodes() -> None:
+def _bound(node: str, phase: str, cpu: list[str], init: str = "", overhead: str = "") -> Json:
+    spec: Json = {
+        "nodeName": node,
+        "containers": [{"resources": {"requests": {"cpu": c}}} for c in cpu],
+    }
+    if init:
+        spec["initContainers"] = [{"resources": {"requests": {"cpu": init}}}]
+    if overhead:
+        spec["overhead"] = {"cpu": overhead}
+    return {"metadata": {"name": "p"}, "spec": spec, "status": {"phase": phase}}
+
+
+def test_requested_cpu_counts_init_containers_and_overhead_and_skips_finished_pods() -> None:
+    pods = [
+        _bound("a", "Running", ["500m", "0.25"]),  # 750
+        _bound("a", "Pending", ["100m"], init="1"),  # the init container: 1000
+        _bound("a", "Running", ["100m"], overhead="250m"),  # 350
+        _bound("a", "Succeeded", ["4"]),
+        _bound("a", "Failed", ["4"]),
+        _bound("", "Pending", ["4"]),  # not bound
+        _bound("b", "Running", ["2"]),
+    ]
+    assert policy.requested_cpu(pods) == {"a": 2100, "b": 2000}
+
+
+def test_the_workload_s_finished_pods_hold_no_cpu_in_the_reference() -> None:
     w = _cluster()
-    gpu_pod = workload.benchmark_pod(gpus=1)
-    for node in w.nodes:
-        assert "gpu-nodes-for-gpu-pods" not in policy.rejections(gpu_pod, node)
+    finished = [p for p in w.pods if p["status"]["phase"] in policy.TERMINATED_PHASES]
+    assert finished
+    running = [p for p in w.pods if p not in finished]
+    assert policy.requested_cpu(w.pods) == policy.requested_cpu(running)
 
 
 def test_the_scheduling_policy_document_lists_every_rule() -> None:

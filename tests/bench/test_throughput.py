@@ -102,3 +102,34 @@ def test_a_saved_run_renders_the_same_page_again(
     assert throughput.main(["--render", str(saved)]) == 0
 
     assert page.read_text() == render(results, SETTINGS, MACHINE)
+
+
+def test_the_extender_cpu_per_pod_is_shown_beside_the_go_extender_s() -> None:
+    go = _run(throughput.GO, 10.0)
+    go.cpu_seconds = {"extender": 1.001}
+    ours = _run(throughput.HEADLINE, 20.0)
+    ours.cpu_seconds = {"extender": 5.005}
+
+    page = render([_run(STOCK, 5.0), go, ours], SETTINGS, MACHINE)
+
+    assert go.extender_ms_per_pod == pytest.approx(1.0)
+    assert "| 1.00 |" in page and "| 5.00 |" in page
+    assert "extender CPU **5.00 ms per pod** (5.0x the Go extender's 1.00 ms)" in page
+    assert _run(STOCK, 5.0).extender_ms_per_pod is None
+
+
+@pytest.mark.parametrize("index", range(40))
+def test_each_varied_pod_becomes_a_manifest_the_api_server_accepts(index: int) -> None:
+    shape = throughput.pending_pods(40)[index]
+
+    manifest = throughput.pod_manifest(shape, "p-0001", "bench-x")
+
+    spec = manifest["spec"]
+    assert manifest["metadata"]["name"] == "p-0001" and "namespace" not in manifest["metadata"]
+    assert spec["schedulerName"] == "bench-x"
+    # nothing admission would refuse: no service account, priority or overhead of our own
+    assert not {"serviceAccountName", "priority", "overhead", "nodeName"} & set(spec)
+    requests = [c["resources"]["requests"] for c in spec["containers"]]
+    assert requests == [c["resources"]["requests"] for c in shape["spec"]["containers"]]
+    assert ("runtimeClassName" in spec) == ("overhead" in shape["spec"])
+    assert manifest["metadata"]["labels"]["app"] == "bench"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench import workload
+from bench import policy, workload
 from bench.workload import Workload, encode, full_args, generate, names_args
 
 Json = dict[str, Any]
@@ -169,20 +170,24 @@ def test_cordoned_nodes_and_only_they_have_the_unschedulable_taint(cluster: Work
         assert _is_cordoned(node) == (workload.UNSCHEDULABLE_TAINT in keys)
 
 
-def _millis(value: str) -> int:
-    return int(value[:-1]) if value.endswith("m") else int(value) * 1000
-
-
 def test_bound_pods_use_part_of_each_node_and_never_more(cluster: Workload) -> None:
-    used: dict[str, int] = {}
+    used = policy.requested_cpu(cluster.pods)
     for pod in cluster.pods:
         assert pod["spec"]["nodeName"]
-        if pod["status"]["phase"] == "Running":
-            cpu = pod["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-            used[pod["spec"]["nodeName"]] = used.get(pod["spec"]["nodeName"], 0) + _millis(cpu)
     for node in cluster.nodes:
-        allocatable = _millis(node["status"]["allocatable"]["cpu"])
+        allocatable = policy.quantity_millis(node["status"]["allocatable"]["cpu"])
         assert 0 < used[node["metadata"]["name"]] <= allocatable
+
+
+def test_about_5_pods_are_bound_to_each_node_some_finished(cluster: Workload) -> None:
+    phases = Counter(p["status"]["phase"] for p in cluster.pods)
+    assert 4.5 <= len(cluster.pods) / len(cluster.nodes) <= 6
+    assert phases["Succeeded"] >= 20 and phases["Failed"] >= 20
+
+
+@pytest.mark.parametrize("field", ["initContainers", "overhead"])
+def test_some_bound_pods_have_init_containers_or_overhead(cluster: Workload, field: str) -> None:
+    assert sum(field in p["spec"] for p in cluster.pods) >= 20
 
 
 def test_the_benchmark_pod_requests_600m_cpu_is_critical_and_prefers_a_zone(

@@ -176,6 +176,37 @@ def test_a_pod_arriving_and_leaving_updates_the_node_information(
 
     assert gone["requested"]["cpu"] == _cpu("0")
     assert source.node_info(source.get_node(node) or {}).generation > generation
+    # a finished pod no longer matches the watch's selector: it is not kept at all
+    assert source.pod(namespace, name) is None
+
+
+def test_the_source_holds_only_bound_unfinished_pods(
+    admin: KubeClient, namespace: str, start_source: Callable[[], ClusterSource]
+) -> None:
+    node = _unique("node")
+    admin.create_fake_node(fake_node(node))
+    pending, finished, running = _unique("pending"), _unique("finished"), _unique("running")
+    _create_pod(admin, namespace, pending, cpu="100m")
+    _create_pod(admin, namespace, finished, cpu="200m", nodeName=node)
+    admin.merge_patch(
+        f"/api/v1/namespaces/{namespace}/pods/{finished}/status",
+        {"status": {"phase": "Succeeded"}},
+    )
+    _create_pod(admin, namespace, running, cpu="300m", nodeName=node)
+
+    source = start_source()  # what the list brings
+
+    assert (source.pod(namespace, pending), source.pod(namespace, finished)) == (None, None)
+    assert source.pod(namespace, running) is not None
+    assert _info(source, node)["requested"]["cpu"] == _cpu("300m")
+
+    # what the watch brings: a new pending pod never arrives, a bound one does
+    later_pending, later_bound = _unique("pending"), _unique("bound")
+    _create_pod(admin, namespace, later_pending, cpu="100m")
+    _create_pod(admin, namespace, later_bound, cpu="400m", nodeName=node)
+    eventually(lambda: source.pod(namespace, later_bound))
+    assert source.pod(namespace, later_pending) is None
+    assert _info(source, node)["requested"]["cpu"] == _cpu("700m")
 
 
 def test_a_restarted_source_relists_and_forgets_what_vanished_meanwhile(
@@ -302,7 +333,7 @@ def test_the_binder_binds_a_pod_and_the_source_counts_it_at_once(
     name = _unique("pod")
     created = _create_pod(admin, namespace, name, cpu="400m")
     source = start_source()
-    eventually(lambda: source.pod(namespace, name))
+    assert source.pod(namespace, name) is None  # pending: not watched; the binder reads it
     binder = ClusterBinder(_api(control_plane), source)
 
     error = binder.bind(_Bind(name, namespace, created["metadata"]["uid"], node))

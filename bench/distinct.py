@@ -1,0 +1,190 @@
+"""The headline measurement: pods never seen before, each sent once, as kube-scheduler
+sends them.
+
+For each pod: filter with every node of the cluster (its names, or the whole NodeList),
+then prioritize with the nodes that passed, one keep-alive connection, one call at a time.
+A few other pods go first, untimed (the warm-up). Every reply is checked against the
+reference of `bench.policy`, and what each server decided (feasible nodes, failed nodes,
+every score) is kept, so that `compare_decisions` can prove two servers decided alike on
+every node for every pod.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.http_client import KeepAliveClient, Mode, Verb, check_filter, check_scores, field_of
+from bench.policy import Reference
+from bench.stats import Summary, summarize_ns
+from bench.workload import Json, Workload, encode
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a server answered for one pod."""
+
+    pod: str  # namespace/name
+    feasible: frozenset[str]
+    failed: frozenset[str]
+    scores: dict[str, int]  # of the nodes prioritize was sent
+
+
+@dataclass
+class DistinctSeries:
+    """The latencies of one verb over the measured pods, each sent once."""
+
+    nodes: int
+    mode: Mode
+    verb: Verb
+    latency: Summary
+    problems: list[str] = field(default_factory=list)  # empty: every reply was correct
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DistinctRun:
+    series: list[DistinctSeries]
+    decisions: list[Decision]
+
+
+class Bodies:
+    """The request bodies of a workload, assembled from bytes encoded once (the node
+    objects are the bulk of a NodeList request), so that building one costs little."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.names = [n["metadata"]["name"] for n in workload.nodes]
+        self._node_bytes = {n["metadata"]["name"]: encode(n) for n in workload.nodes}
+        self._all_names = encode(self.names)
+        self._all_items = b",".join(self._node_bytes[n] for n in self.names)
+
+    def filter(self, pod: Json, mode: Mode) -> bytes:
+        if mode == "names":
+            return b'{"Pod":%b,"Nodes":null,"NodeNames":%b}' % (encode(pod), self._all_names)
+        return self._node_list(encode(pod), self._all_items)
+
+    def prioritize(self, pod: Json, mode: Mode, names: Sequence[str]) -> bytes:
+        if mode == "names":
+            return b'{"Pod":%b,"Nodes":null,"NodeNames":%b}' % (encode(pod), encode(list(names)))
+        return self._node_list(encode(pod), b",".join(self._node_bytes[n] for n in names))
+
+    @staticmethod
+    def _node_list(pod: bytes, items: bytes) -> bytes:
+        return b'{"Pod":%b,"Nodes":{"metadata":{},"items":[%b]},"NodeNames":null}' % (pod, items)
+
+
+def pod_key(pod: Json) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+def _post(client: KeepAliveClient, verb: str, body: bytes) -> tuple[int, bytes]:
+    started = time.perf_counter_ns()
+    status, data = client.post(verb, body)
+    elapsed = time.perf_counter_ns() - started
+    if status != 200:
+        raise RuntimeError(f"{verb}: HTTP {status}: {data[:300]!r}")
+    return elapsed, data
+
+
+def _scores_of(reply: bytes) -> dict[str, int]:
+    decoded = json.loads(reply)
+    if not isinstance(decoded, list):
+        return {}
+    return {str(field_of(e, "Host")): field_of(e, "Score") for e in decoded}
+
+
+def _names_of(reply: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    result = json.loads(reply)
+    if not isinstance(result, dict):
+        return frozenset(), frozenset()
+    names = field_of(result, "NodeNames")
+    if names is None:
+        nodes = field_of(result, "Nodes") or {}
+        names = [item["metadata"]["name"] for item in field_of(nodes, "items") or []]
+    failed: set[str] = set()
+    for key in ("FailedNodes", "FailedAndUnresolvableNodes"):
+        failed |= set(field_of(result, key) or {})
+    return frozenset(names), frozenset(failed)
+
+
+def measure_distinct(
+    base_url: str,
+    workload: Workload,
+    reference: Reference,
+    bodies: Bodies,
+    mode: Mode,
+    pods: Sequence[Json],
+    warmup: Sequence[Json],
+) -> DistinctRun:
+    """Send each pod of `warmup` (untimed), then each of `pods` (timed) once: filter over
+    every node, then prioritize over the nodes that passed."""
+    client = KeepAliveClient(base_url)
+    samples: dict[Verb, list[int]] = {"filter": [], "prioritize": []}
+    problems: dict[Verb, list[str]] = {"filter": [], "prioritize": []}
+    decisions: list[Decision] = []
+    try:
+        for timed, pod in [(False, p) for p in warmup] + [(True, p) for p in pods]:
+            expected = reference.verdicts(pod, bodies.names)
+            elapsed, reply = _post(client, "filter", bodies.filter(pod, mode))
+            if timed:
+                samples["filter"].append(elapsed)
+                for p in check_filter(reply, mode, workload, expected):
+                    problems["filter"].append(f"{pod_key(pod)}: {p}")
+            feasible, failed = _names_of(reply)
+            # the scheduler sends prioritize the nodes that passed; the reference's, so that
+            # every server is asked the same question even if one filtered wrongly
+            passed = expected.feasible
+            scores: dict[str, int] = {}
+            if passed:
+                elapsed, reply = _post(client, "prioritize", bodies.prioritize(pod, mode, passed))
+                scores = _scores_of(reply)
+                if timed:
+                    samples["prioritize"].append(elapsed)
+                    for p in check_scores(reply, reference.restricted(expected, passed)):
+                        problems["prioritize"].append(f"{pod_key(pod)}: {p}")
+            if timed:
+                decisions.append(Decision(pod_key(pod), feasible, failed, scores))
+    finally:
+        client.close()
+    series = [
+        DistinctSeries(len(bodies.names), mode, verb, summarize_ns(samples[verb]), problems[verb])
+        for verb in ("filter", "prioritize")
+        if samples[verb]
+    ]
+    return DistinctRun(series, decisions)
+
+
+def compare_decisions(
+    ours: Sequence[Decision], theirs: Sequence[Decision], limit: int = 5
+) -> list[str]:
+    """Where two servers decided differently for the same pods (empty: alike on every node
+    for every pod): the feasible nodes, the failed nodes and every score."""
+    if [d.pod for d in ours] != [d.pod for d in theirs]:
+        return [f"not the same pods: {len(ours)} and {len(theirs)} decisions"]
+    differences: list[str] = []
+    for a, b in zip(ours, theirs, strict=True):
+        for what, x, y in (
+            ("feasible", a.feasible, b.feasible),
+            ("failed", a.failed, b.failed),
+        ):
+            if x != y:
+                only_a, only_b = sorted(x - y)[:2], sorted(y - x)[:2]
+                differences.append(f"{a.pod}: {what} nodes differ ({only_a} / {only_b})")
+        if a.scores != b.scores:
+            node = next(
+                n
+                for n in sorted(set(a.scores) | set(b.scores))
+                if a.scores.get(n) != b.scores.get(n)
+            )
+            differences.append(
+                f"{a.pod}: score of {node} is {a.scores.get(node)!r} / {b.scores.get(node)!r}"
+            )
+    if len(differences) > limit:
+        differences = [*differences[:limit], f"... {len(differences) - limit} more"]
+    return differences
