@@ -94,6 +94,28 @@ class Prepared:
     def counters(self) -> Counters:
         return self.request.counters
 
+    def evaluate(
+        self,
+        nodes: Sequence[Json],
+        *,
+        names: Sequence[str] | None = None,
+        filters: bool = True,
+        scores: bool = True,
+        detail: bool = True,
+        cache_nodes: bool = False,
+        columns: bool = True,
+    ) -> Evaluation:
+        """Filter and/or score `nodes` for the pod. With both, only feasible nodes are
+        scored.
+
+        `names`: the nodes' names when the caller knows them already. Without `detail`
+        the result carries final scores but not each rule's (what prioritize needs).
+        `cache_nodes`: the nodes come from the node source (so their resourceVersion
+        identifies their content) and what the rules read of them may be kept per node
+        version. `columns`: evaluate rules over all nodes at once where they allow it
+        (columns.py); False: node by node, with the same answers."""
+        return _evaluate(self, nodes, names, filters, scores, detail, cache_nodes, columns)
+
     def signature(self, filters: bool, scores: bool) -> Hashable | None:
         """Everything of the pod (and of the time) that the rules' results can depend on,
         when each rule's per-node results are a function of these values and of the node's
@@ -154,8 +176,8 @@ def prepare(
     budget: int | None = None,
     deadline: float | None = None,
 ) -> Prepared:
-    """The pod-side half of `evaluate`, to inspect (`Prepared.signature`) before deciding
-    whether to evaluate at all; pass it to `evaluate` to reuse it. `deadline`: a
+    """The engine's entry point: what of the pod the rules read (`Prepared.signature`,
+    to decide whether to evaluate at all), then `Prepared.evaluate(nodes)`. `deadline`: a
     time.perf_counter() value past which evaluations fail with DeadlineExceeded."""
     return Prepared(
         policy_set,
@@ -176,25 +198,31 @@ def evaluate(
     *,
     filters: bool = True,
     scores: bool = True,
-    budget: int | None = None,
     cache_nodes: bool = False,
-    detail: bool = True,
-    names: Sequence[str] | None = None,
-    prepared: Prepared | None = None,
+    budget: int | None = None,
     deadline: float | None = None,
     columns: bool = True,
 ) -> Evaluation:
-    """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
+    """`prepare(...).evaluate(...)` in one call, for the callers that evaluate a pod once
+    (simulate, test, explain, preemption, what-if)."""
+    prepared = prepare(policy_set, pod, source, now, budget, deadline)
+    return prepared.evaluate(
+        nodes, filters=filters, scores=scores, cache_nodes=cache_nodes, columns=columns
+    )
 
-    `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
-    content) and rule results may be cached per node version. Without `detail` the result
-    carries final scores but not each rule's (what the prioritize verb needs). `names`: the
-    nodes' names when the caller knows them already. `prepared`: `prepare`'s result for
-    the same policy set, pod, source and time. `columns`: evaluate rules over all nodes at
-    once where they allow it (columns.py); False: node by node (the same answers)."""
-    if prepared is None:
-        prepared = prepare(policy_set, pod, source, now, budget, deadline)
+
+def _evaluate(
+    prepared: Prepared,
+    nodes: Sequence[Json],
+    names: Sequence[str] | None,
+    filters: bool,
+    scores: bool,
+    detail: bool,
+    cache_nodes: bool,
+    columns: bool,
+) -> Evaluation:
     matches, applied, request = prepared.matches, prepared.applied, prepared.request
+    policy_set, source = prepared.policy_set, request.source
     counters = request.counters
     run = _Run(request, nodes, cache_nodes and source is not None, policy_set, columns)
     node_names = list(names) if names is not None else [node_name(n) for n in nodes]

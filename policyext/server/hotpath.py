@@ -70,7 +70,7 @@ class HotVerbs:
         self.clock = clock
         self.max_body = max_body
         self.request_deadline = request_deadline
-        self.memo: verbs.Memo = verbs.Memo()
+        self.memo: verbs.Memo = verbs.Memo()  # the one thing the verbs remember
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
     def answer(self, verb: str, data: bytes) -> bytes:

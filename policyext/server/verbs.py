@@ -20,10 +20,8 @@ from policyext.policy.resources import (
     node_allocatable,
     without_pods,
 )
-from policyext.policy.verdicts import NodeVerdict
 from policyext.server import wire
-from policyext.server.memo import ReplyMemo, memo_key
-from policyext.server.node_answers import NodeAnswers, filter_by_node, scores_by_node
+from policyext.server.remembered import Remembered, memo_key
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
 NO_SOURCE = (
@@ -54,14 +52,8 @@ class VerbResult:
         return VerbResult(self.body, ev, self.nodes, self.error, pod)
 
 
-class Memo:
-    """What filter and prioritize remember from one call for the next: whole replies, and
-    each node's part of them (its verdict, its final score)."""
-
-    def __init__(self) -> None:
-        self.replies: ReplyMemo[VerbResult] = ReplyMemo()
-        self.verdicts: NodeAnswers[NodeVerdict | None] = NodeAnswers()
-        self.scores: NodeAnswers[tuple[int, bytes]] = NodeAnswers()
+# what filter and prioritize remember from one call for the next (remembered.py)
+Memo = Remembered[VerbResult]
 
 
 def pod_id(pod: Mapping[str, Any]) -> str:
@@ -116,10 +108,10 @@ def _recall(
 ) -> tuple[Hashable | None, VerbResult | None]:
     """The memo key of a NodeNames call (None when its reply cannot be reused), and the
     reply remembered under it, if any."""
-    if memo is None or args.node_names is None:
+    if memo is None:
         return None, None
     key = memo_key(verb, prepared, source, args.node_names)
-    known = memo.replies.get(policies, key) if key is not None else None
+    known = memo.get(policies, key) if key is not None else None
     return key, known.again(pod_id(args.pod), prepared) if known is not None else None
 
 
@@ -129,7 +121,36 @@ def _remember(
     # a reply the deadline cut short is not the nodes' own answer: never reused
     ev = result.evaluation
     if memo is not None and key is not None and ev is not None and not ev.timed_out:
-        memo.replies.put(policies, key, result)
+        memo.put(policies, key, result)
+
+
+def _answer(
+    verb: str,
+    policies: PolicySet,
+    source: NodeSource | None,
+    args: wire.ExtenderArgs,
+    now: Timestamp,
+    memo: Memo | None,
+    deadline: float | None,
+) -> tuple[VerbResult | None, Hashable | None, Evaluation, list[Mapping[str, Any]], dict[str, str]]:
+    """A filter or prioritize call up to the engine's answer: the remembered reply (and
+    nothing else), or the memo key, the evaluation, the node objects and the names that
+    could not be resolved."""
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
+    key, known = _recall(verb, memo, policies, prepared, source, args)
+    if known is not None:
+        return known, key, known.evaluation, [], {}  # type: ignore[return-value]
+    nodes, names, unknown = _resolve(args, source)
+    filters = verb == "filter"
+    ev = prepared.evaluate(
+        nodes,
+        names=names,
+        filters=filters,
+        scores=not filters,
+        detail=False,
+        cache_nodes=args.nodes is None,
+    )
+    return None, key, ev, nodes, unknown
 
 
 def run_filter(
@@ -147,34 +168,11 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key, known = _recall("filter", memo, policies, prepared, source, args)
+    known, key, ev, nodes, unknown = _answer("filter", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    by_node = (
-        filter_by_node(memo.verdicts, policies, source, args, now, prepared)
-        if memo is not None
-        else None
-    )
-    if by_node is not None:
-        ev, unknown_names = by_node
-        unknown = dict.fromkeys(unknown_names, UNKNOWN_NODE)
-        nodes: list[Mapping[str, Any]] = []
-    else:
-        nodes, names, unknown = _resolve(args, source)
-        ev = evaluate(
-            policies,
-            args.pod,
-            nodes,
-            source,
-            now,
-            scores=False,
-            cache_nodes=names_mode,
-            names=names,
-            prepared=prepared,
-        )
     rejected, unresolvable = ev.rejected()
-    failed: dict[str, str] = dict(unknown)
+    failed: dict[str, str] = dict.fromkeys(unknown, UNKNOWN_NODE)
     failed.update(rejected)
     infeasible = ev.infeasible().tolist()
     feasible_names = [n for n, bad in zip(ev.names, infeasible, strict=True) if not bad]
@@ -205,33 +203,11 @@ def run_prioritize(
     if source_problem(args, source, policies):
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key, known = _recall("prioritize", memo, policies, prepared, source, args)
+    known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    by_node = (
-        scores_by_node(memo.scores, policies, source, args, now, prepared)
-        if memo is not None
-        else None
-    )
-    if by_node is not None:
-        ev, body = by_node
-    else:
-        nodes, names, _unknown = _resolve(args, source)
-        ev = evaluate(
-            policies,
-            args.pod,
-            nodes,
-            source,
-            now,
-            filters=False,
-            cache_nodes=args.nodes is None,
-            detail=False,
-            names=names,
-            prepared=prepared,
-        )
-        scores = ev.final_scores()
-        body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
+    scores = ev.final_scores()
+    body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
     return result
@@ -248,11 +224,8 @@ def run_explain(
     if problem:
         raise wire.WireError(problem)
     nodes, names, unknown = _resolve(args, source)
-    cache = args.nodes is None
-    ev = evaluate(
-        policies, args.pod, nodes, source, now, cache_nodes=cache, names=names, deadline=deadline
-    )
-    return ev, unknown
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
+    return prepared.evaluate(nodes, names=names, cache_nodes=args.nodes is None), unknown
 
 
 class _VictimFreeSource:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet, load_policy_texts
-from policyext.policy.engine import evaluate
+from policyext.policy.engine import evaluate, prepare
 from policyext.policy.model import PolicyError
 from policyext.policy.verdicts import Evaluation
 from tests.policy.helpers import NOW
@@ -357,11 +357,11 @@ def test_the_column_evaluator_agrees_with_the_per_node_evaluator_on_every_node(
             (False, True, False),
         ):
             kwargs: dict[str, Any] = {"filters": filters, "scores": scores, "detail": detail}
-            exact = evaluate(policies, pod, node_list, source, NOW, columns=False, **kwargs)
-            by_names = evaluate(
-                policies, pod, node_list, source, NOW, cache_nodes=True, names=names, **kwargs
+            exact = prepare(policies, pod, source, NOW).evaluate(node_list, columns=False, **kwargs)
+            by_names = prepare(policies, pod, source, NOW).evaluate(
+                node_list, names=names, cache_nodes=True, **kwargs
             )
-            in_request = evaluate(policies, pod, node_list, source, NOW, **kwargs)
+            in_request = prepare(policies, pod, source, NOW).evaluate(node_list, **kwargs)
             assert picture(by_names) == picture(exact)
             assert picture(in_request) == picture(exact)
 
@@ -376,7 +376,7 @@ def test_the_column_evaluator_agrees_when_the_cost_budget_runs_out(
     names = [n["metadata"]["name"] for n in node_list]
     exact = evaluate(policies, pod, node_list, source, NOW, budget=budget, columns=False)
     for _ in range(2):
-        by_columns = evaluate(
-            policies, pod, node_list, source, NOW, budget=budget, cache_nodes=True, names=names
+        by_columns = prepare(policies, pod, source, NOW, budget).evaluate(
+            node_list, names=names, cache_nodes=True
         )
         assert picture(by_columns) == picture(exact)

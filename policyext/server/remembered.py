@@ -1,10 +1,14 @@
-"""Replies to NodeNames filter and prioritize calls, kept for the next pod like the last.
+"""What the extender verbs remember from one call for the next: NodeNames replies.
 
-The replicas of a Deployment arrive one after another with the same labels, requests and
+What the rules read of each node is kept by the engine itself, per node version, for the
+life of a policy set (policy/columns.py and the plans' result cache): a pod never seen
+before costs a few array operations per rule. What is left to remember is the reply: the
+replicas of a Deployment arrive one after another with the same labels, requests and
 annotations, and the scheduler asks about the same nodes each time. When nothing the
 policies read has changed, the answer is the same bytes: the engine's `signature` says
 what of the pod the rules read, the node source's `generation` says whether any node or
 its information changed, and the memo belongs to one policy set (a reload starts afresh).
+A reply the request deadline cut short is never remembered: it is not the nodes' own.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ T = TypeVar("T")
 
 
 def memo_key(
-    verb: str, prepared: Prepared, source: NodeSource | None, names: Sequence[str]
+    verb: str, prepared: Prepared, source: NodeSource | None, names: Sequence[str] | None
 ) -> Hashable | None:
     """What a NodeNames reply depends on, or None when it cannot be reused (a source that
     does not say when its nodes change, rules that read the pod and the node together)."""
-    generation = getattr(source, "generation", None)  # read first: see ReplyMemo
+    if names is None:
+        return None  # Nodes mode: the nodes are in the request, each time new ones
+    generation = getattr(source, "generation", None)  # read first: see Remembered
     if type(generation) is not int:
         return None
     signature = prepared.signature(verb == "filter", verb == "prioritize")
@@ -37,8 +43,8 @@ def memo_key(
     return (verb, generation, signature, tuple(names))
 
 
-class ReplyMemo(Generic[T]):
-    """The last replies, by `memo_key`, for one policy set at a time.
+class Remembered(Generic[T]):
+    """The last replies, by `memo_key`, for one policy set at a time (one per server).
 
     The source's generation is read before anything else of the request: a reply computed
     while a node changed is stored under the generation before the change, which no later
