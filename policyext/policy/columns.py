@@ -102,6 +102,7 @@ class Universe:
     def __init__(self) -> None:
         self.rows: dict[Hashable, int] = {}
         self.generation = 0
+        self.widest = 0  # the most nodes a request has named: about the cluster's size
         self._recent: list[tuple[list[Hashable], npt.NDArray[np.intp]]] = []
 
     def index(self, keys: list[Hashable]) -> npt.NDArray[np.intp]:
@@ -109,7 +110,8 @@ class Universe:
         for known, index in self._recent:
             if known is keys or (len(known) == len(keys) and known == keys):
                 return index
-        if len(self.rows) > 2 * len(keys) + TABLE_SLACK:
+        self.widest = max(self.widest, len(keys))
+        if len(self.rows) > 2 * self.widest + TABLE_SLACK:
             self.rows = {}
             self.generation += 1
             self._recent = []

@@ -228,6 +228,21 @@ class Evaluation:
             codes |= mask.astype(np.int64) << bit
         messages: dict[int, tuple[bool, str]] = {}
         own = self.own
+        if not own:  # the common case: each distinct combination's message, once
+            combinations, which = np.unique(codes[rows], return_inverse=True)
+            filed: list[tuple[bool, str]] = []
+            for code in combinations.tolist():
+                combined = NodeVerdict("")
+                for bit, (rejection, _) in enumerate(plain):
+                    if code >> bit & 1:
+                        _add_rejection(combined, rejection)
+                filed.append(_message_of(combined))
+            text = np.array([m for _, m in filed], object)[which]
+            away = np.array([u for u, _ in filed], np.bool_)[which]
+            rejected = np.array(names, object)[rows]
+            failed = dict(zip(rejected[~away].tolist(), text[~away].tolist(), strict=True))
+            unresolvable = dict(zip(rejected[away].tolist(), text[away].tolist(), strict=True))
+            return failed, unresolvable
         for i, code in zip(rows, codes[rows].tolist(), strict=True):
             verdict = own.get(i)
             if verdict is not None:

@@ -26,6 +26,7 @@ from policyext.policy.resources import NodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
+from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
 decision_log = logging.getLogger("policyext.decisions")
@@ -41,9 +42,6 @@ RUNNERS: Final[dict[str, Runner]] = {
     "filter": verbs.run_filter,
     "prioritize": verbs.run_prioritize,
 }
-INTERNAL_ERROR: Final = orjson.dumps(
-    {"error": "internal error (logged by the extender)", "status": 500}
-)
 
 
 def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
@@ -115,13 +113,15 @@ class HotVerbs:
                 # what is wrong, and how it is answered and counted, is Flask's to say
                 environ["wsgi.input"] = io.BytesIO(data)
                 return flask_app(environ, start_response)
-            except Exception:
+            except Exception as e:
                 log.exception("unexpected error answering %s %s", "POST", environ["PATH_INFO"])
-                self.metrics.count(verb, "500")
-                start_response("500 INTERNAL SERVER ERROR", _headers(INTERNAL_ERROR))
-                return [INTERNAL_ERROR]
-            self.metrics.count(verb, "200")
-            start_response("200 OK", _headers(body))
+                status = status_of(e)
+                error = error_body(status, INTERNAL_ERROR)
+                self.metrics.count(verb, str(status))
+                start_response(status_line(status), _headers(error))
+                return [error]
+            self.metrics.count(verb, str(OK))
+            start_response(status_line(OK), _headers(body))
             return [body]
 
         return app

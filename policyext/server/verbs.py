@@ -71,9 +71,9 @@ def _resolve(
     if args.nodes is not None:
         return list(args.nodes), None, {}
     assert source is not None
-    get = source.get_node
     requested = args.node_names or []
-    nodes = [get(name) for name in requested]
+    many = getattr(source, "nodes_named", None)  # one C-level map where the source has it
+    nodes = many(requested) if callable(many) else list(map(source.get_node, requested))
     if None not in nodes:
         return nodes, requested, {}  # type: ignore[return-value]
     unknown = {

@@ -380,3 +380,40 @@ def test_the_column_evaluator_agrees_when_the_cost_budget_runs_out(
             node_list, names=names, cache_nodes=True
         )
         assert picture(by_columns) == picture(exact)
+
+
+CPU_FITS = """
+filters:
+- {name: cpu-fits, expression: "nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0"}
+"""
+
+
+def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    policy_set = policies(policy("p", CPU_FITS))
+    source = SnapshotSource(
+        [{"kind": "Node", **node(n, cpu=c)} for n, c in [("a", "1"), ("b", "2"), ("c", "4")]]
+    )
+    nodes = [source.nodes[n] for n in "abc"]
+
+    def run(cpu: str) -> Evaluation:
+        prepared = prepare(policy_set, make_pod(cpu=cpu), source, NOW)
+        return prepared.evaluate(nodes, names=list("abc"), cache_nodes=True)
+
+    first, second = run("1500m"), run("3")
+    assert first.feasible_names() == ["b", "c"]
+    assert second.feasible_names() == ["c"]
+    assert first.evaluations == 1 + 3  # the pod's request, each node's allocatable CPU
+    assert second.evaluations == 1  # the pod's request only: the nodes' column is kept
+
+    changed = node("b", cpu="8")
+    changed["metadata"]["resourceVersion"] = "2"
+    source.nodes["b"] = changed
+    source._keys[id(changed)] = "b@2"
+    source._info.pop("b")  # what a source does when a node changes
+    nodes[1] = changed
+    third = run("3")
+    assert third.feasible_names() == ["b", "c"]
+    assert third.evaluations == 1 + 1  # only the node that changed is read again
