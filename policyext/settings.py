@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 # does not import the web stack
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 DEFAULT_REQUEST_DEADLINE = 3.0
+# server/worker.py READ_TIMEOUT
+DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
 
 
@@ -59,6 +61,7 @@ class Settings:
     tls_client_ca: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    read_timeout: float = DEFAULT_READ_TIMEOUT
 
     def __post_init__(self) -> None:
         for flag, count in (
@@ -70,12 +73,14 @@ class Settings:
                 raise SettingsError(
                     f"{flag} must be a whole number of at least 1, got {count}", usage=True
                 )
-        if not 0 < self.request_deadline < float("inf"):
-            raise SettingsError(
-                f"--request-deadline must be a positive number of seconds, "
-                f"got {self.request_deadline}",
-                usage=True,
-            )
+        for flag, seconds in (
+            ("--request-deadline", self.request_deadline),
+            ("--read-timeout", self.read_timeout),
+        ):
+            if not 0 < seconds < float("inf"):
+                raise SettingsError(
+                    f"{flag} must be a positive number of seconds, got {seconds}", usage=True
+                )
         if bool(self.tls_cert) != bool(self.tls_key):
             raise SettingsError("--tls-cert and --tls-key go together")
         if self.tls_client_ca and not self.tls_cert:

@@ -13,7 +13,6 @@ import socket
 import sys
 from typing import Any
 
-import orjson
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
@@ -27,11 +26,11 @@ from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
-from policyext.server.worker import LingeringThreadWorker
+from policyext.server.worker import FramingThreadWorker, json_refusal
 from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
@@ -51,7 +50,10 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger("policyext")
     if not root.handlers:
         err = logging.StreamHandler(sys.stderr)
-        err.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # the pid, as gunicorn's own lines show it: each worker loads and reloads on its own
+        err.setFormatter(
+            logging.Formatter("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+        )
         root.addHandler(err)
     root.setLevel(numeric)
 
@@ -62,7 +64,7 @@ def build_app(settings: Settings) -> Flask:
     store = PolicyStore()
     metrics = Metrics()
     store.subscribe(lambda status: _reloaded(metrics, status))
-    source: NodeSource | None = None
+    source: LiveNodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
@@ -133,11 +135,11 @@ _REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
 )
 
 
-class JsonErrorWorker(LingeringThreadWorker):
-    """gunicorn's gthread worker (with server/worker.py's shortcut between the calls of a
-    kept-alive connection), whose refusals of malformed HTTP (a request line or
-    headers over the limits, a bad header) are JSON errors like the application's, not
-    gunicorn's HTML page."""
+class JsonErrorWorker(FramingThreadWorker):
+    """gunicorn's gthread worker, reading requests whole in its event loop
+    (server/worker.py), whose refusals of malformed HTTP (a request line or headers over
+    the limits, a bad header) are JSON errors like the application's, not gunicorn's HTML
+    page."""
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
@@ -146,13 +148,8 @@ class JsonErrorWorker(LingeringThreadWorker):
             return
         _, status, reason = refused
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
-        body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
         try:
-            write_nonblock(client, head.encode("latin-1") + body)
+            write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
         except OSError:
             self.log.debug("Failed to send error message.")
 
@@ -169,7 +166,12 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": JsonErrorWorker,  # gthread: see server/worker.py
+            # gthread reading requests whole before a thread sees them: server/worker.py
+            "worker_class": type(
+                "PolicyextWorker",
+                (JsonErrorWorker,),
+                {"read_timeout": s.read_timeout, "max_body": s.max_body},
+            ),
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,

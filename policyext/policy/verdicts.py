@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +13,8 @@ import numpy.typing as npt
 from policyext.policy.match import PolicyMatch
 
 Mask = npt.NDArray[np.bool_]
+# between the messages of the rules that rejected a node
+MESSAGE_SEPARATOR: Final = "; "
 
 
 class Rejection(NamedTuple):
@@ -70,14 +72,14 @@ class NodeVerdict:
         return f"NodeVerdict({self.name!r}, {state}, score={self.score})"
 
     def message(self) -> str:
-        """The first rejection's message: what the scheduler reports for this node."""
-        return self.rejections[0].message if self.rejections else ""
-
-    def unresolvable_message(self) -> str:
-        for r in self.rejections:
-            if r.unresolvable:
-                return r.message
-        return self.message()
+        """What the scheduler reports for this node (FailedNodes or
+        FailedAndUnresolvableNodes): the message of every Enforce rule that rejected it,
+        in policy-name then rule order (the order they were found in), each once, joined
+        with `; `. Stable text, so that the scheduler's event still groups nodes by it."""
+        rejections = self.rejections
+        if len(rejections) == 1:
+            return rejections[0].message
+        return MESSAGE_SEPARATOR.join(dict.fromkeys(r.message for r in rejections))
 
 
 @dataclass
@@ -284,9 +286,7 @@ def _add_rejection(verdict: NodeVerdict, rejection: Rejection) -> None:
 
 def _message_of(verdict: NodeVerdict) -> tuple[bool, str]:
     """Where a rejected node goes in the reply, and with which message."""
-    if verdict.unresolvable:
-        return True, verdict.unresolvable_message()
-    return False, verdict.message()
+    return verdict.unresolvable, verdict.message()
 
 
 def _file(

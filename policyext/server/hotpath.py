@@ -22,7 +22,7 @@ import orjson
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
@@ -34,8 +34,9 @@ log = logging.getLogger("policyext.server")
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+Source = LiveNodeSource | None
 Runner = Callable[
-    [PolicySet, NodeSource | None, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
+    [PolicySet, Source, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
     verbs.VerbResult,
 ]
 RUNNERS: Final[dict[str, Runner]] = {
@@ -55,7 +56,7 @@ class HotVerbs:
     def __init__(
         self,
         store: PolicyStore,
-        source: NodeSource | None,
+        source: LiveNodeSource | None,
         metrics: Metrics,
         clock: Callable[[], int],
         max_body: int,

@@ -19,7 +19,7 @@ from typing import Final, Generic, TypeVar
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Prepared
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
 MAX_REPLIES: Final = 32
@@ -28,15 +28,13 @@ T = TypeVar("T")
 
 
 def memo_key(
-    verb: str, prepared: Prepared, source: NodeSource | None, names: Sequence[str] | None
+    verb: str, prepared: Prepared, source: LiveNodeSource | None, names: Sequence[str] | None
 ) -> Hashable | None:
-    """What a NodeNames reply depends on, or None when it cannot be reused (a source that
-    does not say when its nodes change, rules that read the pod and the node together)."""
-    if names is None:
-        return None  # Nodes mode: the nodes are in the request, each time new ones
-    generation = getattr(source, "generation", None)  # read first: see Remembered
-    if type(generation) is not int:
+    """What a NodeNames reply depends on, or None when it cannot be reused (Nodes mode, no
+    node source, rules that read the pod and the node together)."""
+    if source is None or names is None:
         return None
+    generation = source.generation  # read first: see Remembered
     signature = prepared.signature(verb == "filter", verb == "prioritize")
     if signature is None:
         return None
