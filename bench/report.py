@@ -227,7 +227,7 @@ def _distinct_section(run: Run) -> list[str]:
         lines.append(
             f"\nDecisions: every server's feasible nodes, failed nodes and scores were the same"
             f" as {baseline.name}'s and the reference's (`bench/policy.py`) on every node, for"
-            f" all {pods_checked:,} measured (pod, cluster, mode) calls.\n"
+            f" each of the {pods_checked:,} pods measured (every cluster and mode).\n"
         )
     return lines
 

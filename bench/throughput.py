@@ -20,6 +20,7 @@ import datetime
 import http.client
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -330,9 +331,13 @@ class Profiler:
 
     def __init__(self, pid: int, output: Path) -> None:
         self.output = output
+        beside = Path(sys.executable).parent / "py-spy"  # installed in the same venv
+        spy = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+        if spy is None:
+            raise SystemExit("--profile needs py-spy (pip install py-spy)")
         self.process = subprocess.Popen(
             [
-                "py-spy",
+                spy,
                 "record",
                 "--pid",
                 str(pid),

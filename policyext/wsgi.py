@@ -19,6 +19,7 @@ from gunicorn.http import errors as http_errors
 from gunicorn.util import write_nonblock
 from prometheus_client import multiprocess
 
+from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_client
@@ -26,9 +27,10 @@ from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
-from policyext.server.metrics import Metrics
+from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import FramingThreadWorker, json_refusal
 from policyext.settings import Settings
@@ -63,12 +65,13 @@ def build_app(settings: Settings) -> Flask:
     configure_logging(settings.log_level)
     store = PolicyStore()
     metrics = Metrics()
-    store.subscribe(lambda status: _reloaded(metrics, status))
+    store.subscribe(lambda status: _reloaded(metrics, status, store.current))
     source: LiveNodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
+    audits: AuditEvents | None = None
     api = api_client(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
@@ -77,6 +80,9 @@ def build_app(settings: Settings) -> Flask:
         metrics.watch_caches(live)
         source = live
         binder = ClusterBinder(api, live)
+        if settings.audit_events_per_second > 0:
+            audits = AuditEvents(api, socket.gethostname(), settings.audit_events_per_second)
+            metrics.watch_audit_events(audits)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
@@ -100,7 +106,7 @@ def build_app(settings: Settings) -> Flask:
         max_body=settings.max_body,
         request_deadline=settings.request_deadline,
     )
-    app = create_app(store, source, binder, metrics, options)
+    app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
     # collector from walking them on every collection (they are most of the heap)
     gc.collect()
@@ -108,10 +114,17 @@ def build_app(settings: Settings) -> Flask:
     return app
 
 
-def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
+def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:
     metrics.reloaded(status.ok, status.at)
+    metrics.set_policy(serving)
     if status.ok:
         log.info("serving policy version %s from %s", status.version, status.source)
+        if not serving.policies:
+            log.warning(
+                "the policy set from %s is empty: every node passes the filters and every"
+                " score is 0 (policyext_policies_loaded is 0)",
+                status.source,
+            )
         return
     log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
     for issue in status.issues:
@@ -147,6 +160,7 @@ class JsonErrorWorker(FramingThreadWorker):
             super().handle_error(req, client, addr, exc)
             return
         _, status, reason = refused
+        count_refused(self.wsgi, status)
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         try:
             write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))

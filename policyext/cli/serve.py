@@ -26,12 +26,14 @@ from policyext.cli.flags import (
 )
 from policyext.cli.output import print_issues
 from policyext.settings import (
+    DEFAULT_AUDIT_EVENTS_PER_SECOND,
     DEFAULT_BIND,
     DEFAULT_MAX_BODY,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
     Settings,
     SettingsError,
+    number,
     preflight,
     seconds,
     whole_number,
@@ -90,6 +92,14 @@ def register(commands: Commands) -> None:
         metavar="SECONDS",
         help="time for a request to arrive whole from its first byte; a slower client gets 408",
     )
+    _env_flag(
+        parser,
+        "--audit-events-per-second",
+        f"{DEFAULT_AUDIT_EVENTS_PER_SECOND:g}",
+        metavar="N",
+        help="with a cluster: Events on pods an Audit filter would have kept off nodes, at "
+        "most N a second per worker (0: none)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -122,6 +132,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_body=whole_number(args.max_body, "--max-body"),
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
         read_timeout=seconds(args.read_timeout, "--read-timeout"),
+        audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
     )
 
 

@@ -427,15 +427,22 @@ class ClusterSource:
         generation = next(self._generations)
         previous = self._entries.get(name)
         pods = list(totals.pods.values())
-        info = (
-            node_info_of(node, totals.requested, pods, generation)
-            if node is not None
-            else build_node_info({}, totals.requested, pods, generation)
-        )
         if node is not None and previous is not None and previous.node is node:
-            key = previous.key  # only its pods changed (the usual event): the same node
+            # only its pods changed (the usual event): the node's parts stay as they were
+            info = build_node_info(
+                cast(Resources, previous.info.get("allocatable", {})),
+                totals.requested,
+                pods,
+                generation,
+                previous.info.invalid,
+            )
+            key = previous.key
+        elif node is not None:
+            info = node_info_of(node, totals.requested, pods, generation)
+            key = node_key(node)
         else:
-            key = node_key(node) if node is not None else None
+            info = build_node_info({}, totals.requested, pods, generation)
+            key = None
         entry = self._entries[name] = NodeEntry(node, key, info)
         if node is not None:
             self._with_node[name] = entry

@@ -39,7 +39,14 @@ from policyext.policy.frames import (
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
-from policyext.policy.verdicts import Evaluation, Mask, NodeVerdict, Rejection, RuleScore
+from policyext.policy.verdicts import (
+    AuditScore,
+    Evaluation,
+    Mask,
+    NodeVerdict,
+    Rejection,
+    RuleScore,
+)
 
 MAX_SCORE: Final = 10
 Json = Mapping[str, Any]
@@ -651,6 +658,12 @@ def _score(
             if not audit:
                 weights += spec.weight
                 totals = totals + spec.weight * normalized
+            elif len(normalized):
+                # the first of the best, and the sum in order: as Python's max and sum
+                best = int(np.argmax(normalized))
+                ev.audit_scores[policy.name, spec.name] = AuditScore(
+                    len(normalized), sum(normalized.tolist()), ev.names[indices[best]]
+                )
             if detail:
                 values, scores = raw.tolist(), normalized.tolist()
                 for k, node_details in enumerate(details):

@@ -42,6 +42,15 @@ class RuleScore(NamedTuple):
     error: str | None = None
 
 
+class AuditScore(NamedTuple):
+    """What an Audit-mode score rule did in one request (its scores are left out of the
+    final score): for metrics and the decision log."""
+
+    nodes: int  # nodes it scored
+    points: float  # the sum of their scores, 0..10 each
+    best: str  # the node it scored highest (the first of equals)
+
+
 class NodeVerdict:
     """What the policies decided for one node. The lists start as a shared empty tuple and
     become lists when something is added: most nodes of a request need none."""
@@ -116,6 +125,8 @@ class Evaluation:
     # score rules that failed, by (policy, rule): counted even without per-rule detail
     score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
     plain: list[tuple[Rejection, Mask]] = field(default_factory=list)
+    # what each Audit score rule did, by (policy, rule): computed even without detail
+    audit_scores: dict[tuple[str, str], AuditScore] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None
     _tally: Tally | None = None
 
@@ -202,6 +213,10 @@ class Evaluation:
                     t.rejections[r.policy, r.rule] += int((mask & outside).sum())
             t.errors.update(self.score_errors)
         return self._tally
+
+    def feasible_count(self) -> int:
+        """Nodes that passed every filter (nodes the node source did not know excluded)."""
+        return len(self.names) - self.tally().infeasible
 
     def feasible_names(self) -> list[str]:
         infeasible = self.infeasible()

@@ -21,7 +21,7 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import HotVerbs
+from policyext.server.hotpath import AuditSink, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.server.statuses import (
     INTERNAL_ERROR,
@@ -70,6 +70,7 @@ def create_app(
     metrics: Metrics | None = None,
     options: Options | None = None,
     clock: Callable[[], int] = time.time_ns,
+    audits: AuditSink | None = None,
 ) -> Flask:
     """The application. `source` resolves NodeNames and knows the pods; `binder` creates
     Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
@@ -82,7 +83,7 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
     hot = HotVerbs(
-        store, source, metrics, clock, options.max_body, prefix, options.request_deadline
+        store, source, metrics, clock, options.max_body, prefix, options.request_deadline, audits
     )
 
     def raw_body() -> bytes:
@@ -173,14 +174,14 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        metrics.set_policy(store.current.version, store.current.rule_count())
+        metrics.set_policy(store.current)
         data, content_type = metrics.render()
         return Response(data, status=200, content_type=content_type)
 
     @app.errorhandler(wire.WireError)
     def bad_request(e: wire.WireError) -> Response:
         code = status_of(e)
-        metrics.requests.labels(_verb(), str(code)).inc()
+        metrics.count(_verb(), str(code))
         return _error(code, str(e))
 
     @app.errorhandler(UnsupportedMediaType)
@@ -212,6 +213,8 @@ def create_app(
         return response
 
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+    # for what answers outside the application (the HTTP server's refusals, wsgi.py)
+    app.extensions["policyext.metrics"] = metrics
     return app
 
 
@@ -227,7 +230,8 @@ def chunked_framing_error(e: Exception) -> str:
             else "the body ended before its last chunk and its CRLF"
         )
     elif isinstance(e, http_errors.InvalidChunkExtension):
-        what = f"invalid chunk extension ({e.reason})"
+        reason = str(e.reason)
+        what = "invalid chunk extension" + ("" if "chunk extension" in reason else f" ({reason})")
     elif isinstance(e, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
         what = f"invalid trailer ({e})"
     elif isinstance(e, http_errors.LimitRequestHeaders):

@@ -41,6 +41,7 @@ from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server.metrics import count_refused
 
 log = logging.getLogger("policyext.server")
 
@@ -56,6 +57,9 @@ LINGER_MS: Final = 2
 MAX_IN_A_ROW: Final = 100
 # one read from a connection: a NodeList request is a few MB, read in few steps
 READ_SIZE: Final = 256 * 1024
+# reads of one connection per wake of the loop (8 MiB), so that one large body does not
+# keep the loop from the other connections
+MAX_READS_PER_WAKE: Final = 32
 
 
 def json_refusal(status: int, reason: str, message: str) -> bytes:
@@ -155,7 +159,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if reading.handshaking and not self._handshake(conn, reading):
             return
         closed = False
-        while True:
+        # everything the socket holds, up to a bound: each wake of the loop costs a turn
+        # for the GIL among the busy threads, so a large body is not read a piece per wake
+        for _ in range(MAX_READS_PER_WAKE):
             try:
                 data = conn.sock.recv(READ_SIZE)
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
@@ -167,9 +173,6 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
                 closed = True
                 break
             reading.buffer += data
-            pending = getattr(conn.sock, "pending", None)  # TLS: decrypted, not yet read
-            if len(data) < READ_SIZE and not (pending is not None and pending()):
-                break
         if reading.buffer and reading.idle:
             reading.idle = False
             reading.started = time.monotonic()
@@ -231,6 +234,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def _refuse(self, conn: Any, status: int, reason: str, message: str) -> None:
         log.warning("refused a request from %s: %s", _peer(conn), message)
+        count_refused(self.wsgi, status)
         self._send(conn, json_refusal(status, reason, message))
         self._close(conn)
 

@@ -1,0 +1,80 @@
+"""The reflector's calls to the API, with a recording stand-in for the generated client
+call (the streams themselves are tested against a real API server in tests/e2e)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from policyext.cluster.cache import COUNTED_PODS
+from policyext.cluster.watch import Reflector
+
+
+class _Page:
+    data = b'{"items": [], "metadata": {"resourceVersion": "7"}}'
+
+    def release_conn(self) -> None:
+        pass
+
+
+class _EmptyStream:
+    def stream(self, amt: int | None = None, decode_content: bool = False) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+class _Handler:
+    def replace(self, items: list[dict[str, Any]], started: float) -> None:
+        pass
+
+    def apply(self, kind: str, obj: dict[str, Any]) -> None:
+        pass
+
+    def touched(self) -> None:
+        pass
+
+
+class _Recording:
+    """Answers one list and one watch, then stops the reflector."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.reflector: Reflector | None = None
+        self.watched = threading.Event()
+
+    def __call__(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        if not kwargs.get("watch"):
+            return _Page()
+        assert self.reflector is not None
+        self.reflector._stop.set()  # the loop ends after this stream
+        self.watched.set()
+        return _EmptyStream()
+
+
+@pytest.mark.parametrize("selector", ["", COUNTED_PODS])
+def test_the_list_and_the_watch_carry_the_same_field_selector(selector: str) -> None:
+    api = _Recording()
+    reflector = Reflector("pods", api, _Handler(), field_selector=selector)
+    api.reflector = reflector
+
+    reflector.start()
+    assert api.watched.wait(60)
+    reflector.stop()
+
+    listed, watched = api.calls
+    assert watched["watch"] is True and "watch" not in listed
+    assert listed.get("field_selector") == watched.get("field_selector") == (selector or None)
+
+
+def test_the_pods_counted_are_the_bound_ones_that_have_not_finished() -> None:
+    assert COUNTED_PODS.split(",") == [
+        "spec.nodeName!=",
+        "status.phase!=Succeeded",
+        "status.phase!=Failed",
+    ]
