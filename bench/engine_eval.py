@@ -48,20 +48,11 @@ def _caller(
     names: list[str],
     filters: bool,
 ) -> Callable[[bool], None]:
-    from policyext.policy.engine import evaluate
+    from policyext.policy.engine import prepare
 
     def call(cache: bool) -> None:
-        evaluate(
-            policy_set,
-            pod,
-            nodes,
-            source,
-            now,
-            filters=filters,
-            scores=not filters,
-            cache_nodes=cache,
-            detail=False,
-            names=names,
+        prepare(policy_set, pod, source, now).evaluate(
+            nodes, names=names, filters=filters, scores=not filters, detail=False, cache_nodes=cache
         )
 
     return call

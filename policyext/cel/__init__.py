@@ -8,6 +8,7 @@ modules (an import-linter contract keeps them to it). See docs/cel.md for the la
 libraries and the limits.
 """
 
+from policyext.cel import ast
 from policyext.cel.celtypes import (
     BOOL,
     DOUBLE,
@@ -37,7 +38,7 @@ from policyext.cel.k8stypes import root as kubernetes_type
 from policyext.cel.lib.quantity import Quantity
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
-from policyext.cel.partial import Split, placeholder, reads, split
+from policyext.cel.partial import LOCAL, Split, placeholder, reads, split
 from policyext.cel.program import DEFAULT_LIMITS, Program, compile, compile_tree, new_frame
 from policyext.cel.timeutil import parse_timestamp
 from policyext.cel.values import (
@@ -59,6 +60,7 @@ __all__ = [
     "DYN",
     "INT",
     "INT64_MAX",
+    "LOCAL",
     "QUANTITY",
     "STRING",
     "TIMESTAMP",
@@ -77,6 +79,7 @@ __all__ = [
     "Timestamp",
     "Type",
     "UInt",
+    "ast",
     "compile",
     "compile_tree",
     "format_timestamp",

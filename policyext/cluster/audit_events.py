@@ -83,8 +83,8 @@ def audit_finding(pod: Mapping[str, Any], ev: Evaluation) -> AuditFinding | None
     if not audits or not isinstance(meta, Mapping) or not meta.get("name"):
         return None
     nodes: dict[str, list[str]] = {}
-    for i in sorted(ev.verdicts):
-        for r in ev.verdicts[i].audits:
+    for i in sorted(ev.own):  # audits are never shared rejections: always a node's own
+        for r in ev.own[i].audits:
             named = nodes.setdefault(r.rule_id, [])
             if len(named) < NODES_NAMED:
                 named.append(ev.names[i])

@@ -201,6 +201,10 @@ class ClusterSource:
         entry = self._entries.get(name)
         return entry.node if entry is not None else None
 
+    def nodes_named(self, names: Sequence[str]) -> list[Json | None]:
+        """`get_node` for many names at once (a NodeNames request names them all)."""
+        return [None if e is None else e.node for e in map(self._entries.get, names)]
+
     def node_stamps(self, names: Sequence[str]) -> list[object]:
         """Per name, the entry readers see now (None without a Node object): entries are
         replaced whole whenever the node or its information changes."""

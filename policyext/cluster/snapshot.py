@@ -129,6 +129,10 @@ class SnapshotSource:
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
 
+    def nodes_named(self, names: Sequence[str]) -> list[Json | None]:
+        """`get_node` for many names at once (a NodeNames request names them all)."""
+        return list(map(self.nodes.get, names))
+
     def node_count(self) -> int:
         return len(self.nodes)
 
@@ -144,8 +148,7 @@ class SnapshotSource:
 
     def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
         # the source keeps its nodes alive, so an id found here is one of them
-        keys = self._keys
-        return [keys.get(id(node)) for node in nodes]
+        return list(map(self._keys.get, map(id, nodes)))
 
     def pod_by_uid(self, uid: str) -> Json | None:
         """A pod of the snapshot (preemption victims arrive as UIDs)."""

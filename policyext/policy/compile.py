@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
+from policyext.policy.columns import Universes
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.loader import (
     Document,
@@ -46,6 +47,8 @@ from policyext.policy.schema import validate
 
 # the variables that do not depend on the node
 POD_ONLY_INPUTS: Final = frozenset(("pod", "now", "podRequests"))
+# the variables that depend on the node alone
+NODE_INPUTS: Final = frozenset(("node", "nodeInfo"))
 _NUMBER_TYPES: Final = frozenset(("int", "uint", "double", "dyn"))
 
 
@@ -95,6 +98,8 @@ class PolicySet:
     # None when some expression reads the node as a whole. A server decoding full Node
     # objects may skip everything else (see server/wire.py).
     node_fields: frozenset[tuple[str, ...]] | None = None
+    # derived data: the node versions the node columns hold (columns.py)
+    universes: Universes = field(default_factory=Universes, compare=False, repr=False)
 
     def rule_count(self) -> int:
         return sum(len(p.filters) + len(p.scores) for p in self.policies)
@@ -203,6 +208,21 @@ def compile_documents(
         tuple(f for f in sources if f in policy_files),  # the files that hold policies
         node_fields(compiled),
     )
+
+
+def _node_only_variables(variables: list[tuple[Variable, CompiledExpression]]) -> set[str]:
+    """The variables that read the node (or its information) and nothing of the pod."""
+    out: set[str] = set()
+    for variable, compiled in variables:
+        program = compiled.program
+        if compiled.pod_only or "variables" in program.opaque_references:
+            continue
+        if not program.references <= NODE_INPUTS | {"variables"}:
+            continue
+        used = {field for root, field in program.selections if root == "variables"}
+        if used <= out:
+            out.add(variable.name)
+    return out
 
 
 def _issue_order(issue: Issue) -> tuple[str, int, int]:
@@ -450,8 +470,17 @@ class _PolicyCompiler:
         variable_plans = {
             v.name: c.plan for v, c in variables if c.plan is not None and c.plan.cacheable
         }
+        node_variables = _node_only_variables(variables)
+
+        def node_only(read: str) -> bool:
+            if read in NODE_INPUTS:
+                return True
+            return read.startswith("variables.") and read[10:] in node_variables
+
         try:
-            plan = make_plan(expr, program, declarations, known, self.limits, variable_plans)
+            plan = make_plan(
+                expr, program, declarations, known, self.limits, variable_plans, node_only
+            )
         except cel.CELError:  # the whole expression compiled: a part always does too
             plan = None
         return CompiledExpression(expr, program, False, plan)

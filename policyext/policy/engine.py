@@ -19,7 +19,11 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
-from policyext.cel import DEFAULT_LIMITS, CELEvalError, Timestamp, UInt, type_name
+import numpy as np
+import numpy.typing as npt
+
+from policyext.cel import COST, DEFAULT_LIMITS, CELEvalError, Program, Timestamp, UInt, type_name
+from policyext.policy.columns import ColumnPlan, Scalar, Universe
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -33,7 +37,14 @@ from policyext.policy.frames import (
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
-from policyext.policy.verdicts import AuditScore, Evaluation, NodeVerdict, Rejection, RuleScore
+from policyext.policy.verdicts import (
+    AuditScore,
+    Evaluation,
+    Mask,
+    NodeVerdict,
+    Rejection,
+    RuleScore,
+)
 
 MAX_SCORE: Final = 10
 Json = Mapping[str, Any]
@@ -87,6 +98,28 @@ class Prepared:
     @property
     def counters(self) -> Counters:
         return self.request.counters
+
+    def evaluate(
+        self,
+        nodes: Sequence[Json],
+        *,
+        names: Sequence[str] | None = None,
+        filters: bool = True,
+        scores: bool = True,
+        detail: bool = True,
+        cache_nodes: bool = False,
+        columns: bool = True,
+    ) -> Evaluation:
+        """Filter and/or score `nodes` for the pod. With both, only feasible nodes are
+        scored.
+
+        `names`: the nodes' names when the caller knows them already. Without `detail`
+        the result carries final scores but not each rule's (what prioritize needs).
+        `cache_nodes`: the nodes come from the node source (so their resourceVersion
+        identifies their content) and what the rules read of them may be kept per node
+        version. `columns`: evaluate rules over all nodes at once where they allow it
+        (columns.py); False: node by node, with the same answers."""
+        return _evaluate(self, nodes, names, filters, scores, detail, cache_nodes, columns)
 
     def signature(self, filters: bool, scores: bool) -> Hashable | None:
         """Everything of the pod (and of the time) that the rules' results can depend on,
@@ -148,8 +181,8 @@ def prepare(
     budget: int | None = None,
     deadline: float | None = None,
 ) -> Prepared:
-    """The pod-side half of `evaluate`, to inspect (`Prepared.signature`) before deciding
-    whether to evaluate at all; pass it to `evaluate` to reuse it. `deadline`: a
+    """The engine's entry point: what of the pod the rules read (`Prepared.signature`,
+    to decide whether to evaluate at all), then `Prepared.evaluate(nodes)`. `deadline`: a
     time.perf_counter() value past which evaluations fail with DeadlineExceeded."""
     return Prepared(
         policy_set,
@@ -170,46 +203,49 @@ def evaluate(
     *,
     filters: bool = True,
     scores: bool = True,
-    budget: int | None = None,
     cache_nodes: bool = False,
-    detail: bool = True,
-    names: Sequence[str] | None = None,
-    prepared: Prepared | None = None,
+    budget: int | None = None,
     deadline: float | None = None,
+    columns: bool = True,
 ) -> Evaluation:
-    """Filter and/or score `nodes` for `pod`. With both, only feasible nodes are scored.
+    """`prepare(...).evaluate(...)` in one call, for the callers that evaluate a pod once
+    (simulate, test, explain, preemption, what-if)."""
+    prepared = prepare(policy_set, pod, source, now, budget, deadline)
+    return prepared.evaluate(
+        nodes, filters=filters, scores=scores, cache_nodes=cache_nodes, columns=columns
+    )
 
-    `cache_nodes`: the nodes come from `source` (so their resourceVersion identifies their
-    content) and rule results may be cached per node version. Without `detail` the result
-    carries final scores but not each rule's (what the prioritize verb needs). `names`: the
-    nodes' names when the caller knows them already. `prepared`: `prepare`'s result for
-    the same policy set, pod, source and time."""
-    if prepared is None:
-        prepared = prepare(policy_set, pod, source, now, budget, deadline)
+
+def _evaluate(
+    prepared: Prepared,
+    nodes: Sequence[Json],
+    names: Sequence[str] | None,
+    filters: bool,
+    scores: bool,
+    detail: bool,
+    cache_nodes: bool,
+    columns: bool,
+) -> Evaluation:
     matches, applied, request = prepared.matches, prepared.applied, prepared.request
+    policy_set, source = prepared.policy_set, request.source
     counters = request.counters
-    run = _Run(request, nodes, cache_nodes and source is not None)
+    run = _Run(request, nodes, cache_nodes and source is not None, policy_set, columns)
     node_names = list(names) if names is not None else [node_name(n) for n in nodes]
     ev = Evaluation(policy_set.version, matches, node_names)
     if filters:
         for policy in applied:
             for rule in policy.filters:
-                bad = _not_true(run, policy.name, rule.compiled)
-                if not bad:
-                    continue
+                false, others = _not_true(run, policy.name, rule.compiled)
                 plain = _plain_rejection(policy, rule)
-                for i in sorted(bad):
-                    outcome = bad[i]
-                    if outcome is False and plain is not None:  # the common case, shared
-                        verdict = _verdict(ev, i)
-                        verdict.rejections = [*verdict.rejections, plain]
-                        verdict.feasible = False
-                        verdict.unresolvable = verdict.unresolvable or plain.unresolvable
+                if false is not None:
+                    if plain is not None:  # the common case: one rejection for all those nodes
+                        ev.add_plain(plain, false)
                     else:
-                        _reject(run, ev, i, policy, rule, outcome)
+                        others.update(dict.fromkeys(np.flatnonzero(false).tolist(), False))
+                for i in sorted(others):
+                    _reject(run, ev, i, policy, rule, others[i])
     if scores:
-        infeasible = {i for i, v in ev.verdicts.items() if not v.feasible}
-        indices = [i for i in range(len(nodes)) if i not in infeasible]
+        indices = np.flatnonzero(~ev.infeasible()).tolist()
         _score(run, ev, applied, indices, detail)
     ev.evaluations = counters.evaluations
     ev.errors += counters.errors
@@ -220,19 +256,73 @@ def evaluate(
 class _Run:
     """The nodes of one call: their frames (made on demand) and cache keys."""
 
-    def __init__(self, request: Request, nodes: Sequence[Json], cache: bool) -> None:
+    def __init__(
+        self,
+        request: Request,
+        nodes: Sequence[Json],
+        cache: bool,
+        policy_set: PolicySet,
+        columns: bool,
+    ) -> None:
         self.request = request
         self.nodes = nodes
         self.frames: list[NodeFrame | None] = [None] * len(nodes)
-        self.keys: list[Hashable] | None = None
+        self.cache = cache and request.source is not None
+        self.policy_set = policy_set
+        self._keys: list[Hashable] | bool | None = False  # False: not computed yet
         self._indexes: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
-        source = request.source
-        if cache and source is not None:
-            keys: list[Hashable] = list(source.node_keys(nodes))
-            if None in keys:
-                keys = [node_key(n) for n in nodes]
-            if None not in keys and len(set(keys)) == len(keys):  # no duplicates
-                self.keys = keys
+        # evaluate over columns where a rule allows it; the run is then the columns' view
+        # of the nodes (columns.Rows)
+        self.columns = columns
+        self.count = len(nodes)
+        self.budget = request.counters.budget
+        self.cost: npt.NDArray[np.float64] | None = None
+        self._universes: dict[bool, tuple[Universe, npt.NDArray[np.intp]]] = {}
+
+    @property
+    def keys(self) -> list[Hashable] | None:
+        """The nodes' cache keys (name@resourceVersion) for the per-node result cache."""
+        if self._keys is False:
+            self._keys = None
+            source = self.request.source
+            if self.cache and source is not None:
+                nodes = self.nodes
+                keys: list[Hashable] = list(source.node_keys(nodes))
+                if None in keys:
+                    keys = [node_key(n) for n in nodes]
+                if None not in keys and len(set(keys)) == len(keys):  # no duplicates
+                    self._keys = keys
+        return self._keys  # type: ignore[return-value]
+
+    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None:
+        """The universe of node versions the node columns are kept over, and where this
+        request's nodes are in it; None: not kept (nodes sent in the request)."""
+        keys = self.keys
+        if keys is None:
+            return None
+        source = self.request.source
+        if reads_info and source is not None and source.static_node_info:
+            reads_info = False
+        found = self._universes.get(reads_info)
+        if found is None:
+            if reads_info:
+                keys, _ = self.indexed_keys(True)
+            universe = self.policy_set.universes.of(reads_info)
+            found = self._universes[reads_info] = (universe, universe.index(keys))
+        return found
+
+    def evaluate_on(self, i: int, policy: str, program: Program) -> tuple[object, int]:
+        """A node-only subexpression on node i, and the cost it charged."""
+        frame = self.frame(i).frame_for(policy)
+        value = self.request.counters.attempt(program, frame)
+        return value, frame[COST][0]
+
+    def timed_out(self) -> bool:
+        counters = self.request.counters
+        if counters.timed_out:
+            return True
+        deadline = counters.deadline
+        return deadline is not None and time.perf_counter() > deadline
 
     def frame(self, i: int) -> NodeFrame:
         frame = self.frames[i]
@@ -271,15 +361,51 @@ class _Run:
             return None
 
 
-def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, object]:
-    """The nodes for which the expression is not `true`, with what it was instead."""
+def _not_true(
+    run: _Run, policy: str, expr: CompiledExpression
+) -> tuple[Mask | None, dict[int, object]]:
+    """The nodes for which the expression is not `true`: those for which it is `false`
+    (a mask, None when none), and the others with what it was instead."""
     request = run.request
     count = len(run.nodes)
     if expr.pod_only:
         value = request.pod_value(policy, expr)
-        return {} if value is True else dict.fromkeys(range(count), value)
+        if value is True:
+            return None, {}
+        if value is False:
+            return np.ones(count, np.bool_), {}
+        return None, dict.fromkeys(range(count), value)
     plan = expr.plan
     params = None if plan is None else request.plan_params(policy, plan)
+    columns = None if plan is None else plan.columns
+    # past the deadline, node by node: every node then fails as it would
+    if columns is not None and _by_columns(run, params):
+        return _not_true_by_columns(run, policy, expr, columns, params)  # type: ignore[arg-type]
+    return _split_false(_not_true_by_node(run, policy, expr, plan, params), count)
+
+
+def _by_columns(run: _Run, params: object) -> bool:
+    return run.columns and isinstance(params, tuple) and not run.timed_out()
+
+
+def _split_false(bad: dict[int, object], count: int) -> tuple[Mask | None, dict[int, object]]:
+    false = [i for i, outcome in bad.items() if outcome is False]
+    if not false:
+        return None, bad
+    mask = np.zeros(count, np.bool_)
+    mask[false] = True
+    if len(false) == len(bad):
+        return mask, {}
+    return mask, {i: outcome for i, outcome in bad.items() if outcome is not False}
+
+
+def _not_true_by_node(
+    run: _Run, policy: str, expr: CompiledExpression, plan: Plan | None, params: object
+) -> dict[int, object]:
+    """The nodes for which the expression is not `true`, with what it was instead: each
+    node evaluated, or its result cached by node version (plan.py)."""
+    request = run.request
+    count = len(run.nodes)
     results = run.cached(plan, params)
     if results is None:
         out: dict[int, object] = {}
@@ -307,14 +433,38 @@ def _not_true(run: _Run, policy: str, expr: CompiledExpression) -> dict[int, obj
     return {i: not_true[k] for k, i in index_of.items() if k in not_true}
 
 
-def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> list[object]:
-    """A score expression for each of the given nodes: a float, or what it was instead of a
-    number (a Failure, a string...). Numbers are converted once, when they are cached."""
+Scores = tuple[npt.NDArray[np.float64], dict[int, object]]
+
+
+def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]) -> Scores:
+    """A score expression for each of the given nodes: the numbers (as floats), and by
+    position what the others were instead of a number (a Failure, a string...)."""
     request = run.request
     if expr.pod_only:
-        return [_as_score(request.pod_value(policy, expr))] * len(indices)
+        return _as_scores([_as_score(request.pod_value(policy, expr))] * len(indices))
+    return _as_scores(_score_values(run, policy, expr, indices))
+
+
+def _as_scores(values: list[object] | Scores) -> Scores:
+    if isinstance(values, tuple):
+        return values
+    failed = {k: v for k, v in enumerate(values) if type(v) is not float}
+    if not failed:
+        return np.array(values, np.float64), failed
+    return np.array([0.0 if k in failed else v for k, v in enumerate(values)], np.float64), failed
+
+
+def _score_values(
+    run: _Run, policy: str, expr: CompiledExpression, indices: list[int]
+) -> list[object] | Scores:
+    """What `_scores` gives, or each value as it is (a float, or what it was instead of a
+    number). Numbers are converted once, when they are cached."""
+    request = run.request
     plan = expr.plan
     params = None if plan is None else request.plan_params(policy, plan)
+    columns = None if plan is None else plan.columns
+    if columns is not None and _by_columns(run, params):
+        return _scores_by_columns(run, policy, expr, columns, params, indices)  # type: ignore[arg-type]
     results = run.cached(plan, params)
     if results is None:
         return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
@@ -331,6 +481,79 @@ def _scores(run: _Run, policy: str, expr: CompiledExpression, indices: list[int]
             if not request.counters.timed_out:
                 results.store(keys[position], value)
     return out
+
+
+def _not_true_by_columns(
+    run: _Run,
+    policy: str,
+    expr: CompiledExpression,
+    columns: ColumnPlan,
+    params: tuple[object, ...],
+) -> tuple[Mask | None, dict[int, object]]:
+    """`_not_true` over all nodes at once: the rows the columns decide, and the exact
+    evaluator on the rows they leave unknown."""
+    result = columns.run(run, policy, params)
+    count = len(run.nodes)
+    false: Mask | None = None
+    if isinstance(result, Scalar):
+        if result.value is True:
+            return None, {}
+        if result.value is False:
+            return np.ones(count, np.bool_), {}
+        unknown: Sequence[int] = range(count)
+    elif result.kind is bool:
+        false = ~result.values & ~result.unknown
+        unknown = np.flatnonzero(result.unknown).tolist()
+    else:
+        unknown = range(count)
+    others: dict[int, object] = {}
+    for i in unknown:
+        value = run.frame(i).evaluate(policy, expr, params)
+        if value is False:
+            if false is None:
+                false = np.zeros(count, np.bool_)
+            false[i] = True
+        elif value is not True:
+            others[i] = value
+    return false if false is not None and false.any() else None, others
+
+
+def _scores_by_columns(
+    run: _Run,
+    policy: str,
+    expr: CompiledExpression,
+    columns: ColumnPlan,
+    params: tuple[object, ...],
+    indices: list[int],
+) -> list[object] | Scores:
+    """`_scores` over all nodes at once, the exact evaluator on the unknown rows."""
+    result = columns.run(run, policy, params)
+    count = len(indices)
+    if isinstance(result, Scalar):
+        value = result.value
+        if type(value) in (int, float, UInt):
+            return [_as_score(value)] * count
+        return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
+    if result.kind is not int and result.kind is not float:
+        return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
+    if count == len(run.nodes):
+        values, missing = result.values, result.unknown
+    else:
+        at = np.asarray(indices, np.intp)
+        values, missing = result.values[at], result.unknown[at]
+    failed: dict[int, object] = {}
+    # NaN and the infinities are not scores: the exact evaluator says why
+    unknown = np.flatnonzero(missing | ~np.isfinite(values)).tolist()
+    if unknown:
+        values = values.copy()
+        for position in unknown:
+            value = _as_score(run.frame(indices[position]).evaluate(policy, expr, params))
+            if type(value) is float:
+                values[position] = value
+            else:
+                values[position] = 0.0
+                failed[position] = value
+    return values, failed
 
 
 def _as_score(value: object) -> object:
@@ -355,10 +578,7 @@ def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection 
 
 
 def _verdict(ev: Evaluation, i: int) -> NodeVerdict:
-    verdict = ev.verdicts.get(i)
-    if verdict is None:
-        verdict = ev.verdicts[i] = NodeVerdict(ev.names[i])
-    return verdict
+    return ev.verdict(i)
 
 
 def _reject(
@@ -420,43 +640,43 @@ def _score(
 ) -> None:
     """Every scored node's final score; with `detail`, each rule's value and score too."""
     counters = run.request.counters
-    totals = [0.0] * len(indices)
+    totals = np.zeros(len(indices), np.float64)
     weights = 0
     details: list[list[RuleScore]] = [[] for _ in indices] if detail else []
     errors: Counter[tuple[str, str]] = Counter()
     for policy in applied:
         for rule in policy.scores:
             spec = rule.rule
-            values = _scores(run, policy.name, rule.compiled, indices)
-            raw: list[float | None] = [v if type(v) is float else None for v in values]
-            failed = raw.count(None)
+            raw, failed = _scores(run, policy.name, rule.compiled, indices)
             if failed:
-                counters.errors += failed
-                errors[policy.name, spec.name] += failed
-            normalized = _normalize(raw, spec.normalize)
+                counters.errors += len(failed)
+                errors[policy.name, spec.name] += len(failed)
+            normalized = _normalize(raw, failed, spec.normalize)
             audit = spec.mode == "Audit"
             if not audit:
                 weights += spec.weight
-                totals = [t + spec.weight * s for t, s in zip(totals, normalized, strict=True)]
-            elif normalized:
-                best = max(range(len(normalized)), key=normalized.__getitem__)
+                totals = totals + spec.weight * normalized
+            elif len(normalized):
+                # the first of the best, and the sum in order: as Python's max and sum
+                best = int(np.argmax(normalized))
                 ev.audit_scores[policy.name, spec.name] = AuditScore(
-                    len(normalized), sum(normalized), ev.names[indices[best]]
+                    len(normalized), sum(normalized.tolist()), ev.names[indices[best]]
                 )
             if detail:
+                values, scores = raw.tolist(), normalized.tolist()
                 for k, node_details in enumerate(details):
-                    why = None if raw[k] is not None else _why_not_a_number(values[k])
+                    instead = failed.get(k, MISS)
+                    value = values[k] if instead is MISS else None
+                    why = None if instead is MISS else _why_not_a_number(instead)
                     node_details.append(
-                        RuleScore(
-                            policy.name, spec.name, spec.weight, raw[k], normalized[k], audit, why
-                        )
+                        RuleScore(policy.name, spec.name, spec.weight, value, scores[k], audit, why)
                     )
     ev.scored = indices
     if weights:
         # final_score for every node at once: each normalised score is in [0, 10], so the
-        # weighted mean is too and int() is floor()
+        # weighted mean is too and truncation is floor()
         inverse = 1.0 / weights
-        ev.scores = [int(t * inverse + 0.5) for t in totals]
+        ev.scores = (totals * inverse + 0.5).astype(np.int64).tolist()
     else:
         ev.scores = [0] * len(indices)
     ev.score_errors = dict(errors)
@@ -478,25 +698,26 @@ def _why_not_a_number(value: object) -> str:
     return f"a score must be a number, got {type_name(value)}"
 
 
-def _normalize(raw: list[float | None], mode: str) -> list[float]:
+def _normalize(
+    raw: npt.NDArray[np.float64], failed: dict[int, object], mode: str
+) -> npt.NDArray[np.float64]:
     """Clamp into [0, 10], or rescale the request's values linearly to [0, 10] (MinMax).
     A value that failed scores 0."""
+    ok = np.ones(len(raw), np.bool_)
+    if failed:
+        ok[list(failed)] = False
     if mode == "MinMax":
-        values = [v for v in raw if v is not None]
-        if not values:
-            return [0.0] * len(raw)
-        low, high = min(values), max(values)
+        values = raw[ok]
+        if not len(values):
+            return np.zeros(len(raw), np.float64)
+        low, high = float(values.min()), float(values.max())
         if high == low:
-            return [0.0] * len(raw)
+            return np.zeros(len(raw), np.float64)
         span = high - low
         if math.isinf(span):  # finite values more than the largest double apart
             # halving is exact, and the halves' span is finite: the same ratios
             half = low / 2
             span = high / 2 - half
-            return [0.0 if v is None else (v / 2 - half) / span * MAX_SCORE for v in raw]
-        return [0.0 if v is None else (v - low) / span * MAX_SCORE for v in raw]
-    top = float(MAX_SCORE)
-    return [
-        0.0 if v is None or v <= 0.0 else (v if v <= top else top)  # the clamp, inline
-        for v in raw
-    ]
+            return np.where(ok, (raw / 2 - half) / span * MAX_SCORE, 0.0)
+        return np.where(ok, (raw - low) / span * MAX_SCORE, 0.0)
+    return np.where(ok & (raw > 0.0), np.minimum(raw, float(MAX_SCORE)), 0.0)

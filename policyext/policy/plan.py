@@ -22,6 +22,7 @@ from typing import Final
 
 from policyext import cel
 from policyext.cel import parse, placeholder, reads, split
+from policyext.policy.columns import ColumnPlan, make_column_plan
 from policyext.policy.model import Expression
 
 # node results kept per set of part values; a new set beyond these drops the oldest
@@ -89,6 +90,8 @@ class Plan:
     cacheable: bool
     reads_node_info: bool
     key_parts: tuple[cel.Program, ...] = ()
+    # the residual over all nodes at once (columns.py); None: evaluated node by node
+    columns: ColumnPlan | None = field(default=None, compare=False)
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
     placeholders: tuple[str, ...] = field(init=False, compare=False)
 
@@ -104,6 +107,7 @@ def make_plan(
     known: Callable[[str], bool],
     limits: cel.Limits | None,
     variable_plans: Mapping[str, Plan] | None = None,
+    node_only: Callable[[str], bool] | None = None,
 ) -> Plan | None:
     """The plan of an expression that reads the node; None when it only reads the pod (the
     caller evaluates it once per request) or when nothing would be gained.
@@ -111,17 +115,24 @@ def make_plan(
     `variable_plans` are the cacheable plans of the policy's variables that read the node:
     a residual that reads them is cacheable too, keyed also by their pod-side parts (a
     variable such as `ownNode`, which compares the pod's namespace with a node label, is
-    then a function of the namespace and the node's version)."""
+    then a function of the namespace and the node's version).
+
+    `node_only` says which reads depend on the node alone (`node`, `nodeInfo`, variables
+    that read nothing else): subexpressions made of them become the columns of the
+    residual's column plan."""
     variables = variable_plans or {}
     tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
     pieces = split(tree, known)
     if pieces is None:
         whole = reads(tree)
+        columns = _columns(tree, 0, expr, declarations, node_only, limits)
         through = _through_variables(whole - NODE_INPUTS, variables)
         if through is None:
-            return None  # reads other node-dependent inputs: no cache
+            if columns is None:
+                return None  # reads other node-dependent inputs: no cache
+            return Plan((), program, False, "nodeInfo" in whole, columns=columns)
         key_parts, info = through
-        return Plan((), program, True, "nodeInfo" in whole or info, key_parts)
+        return Plan((), program, True, "nodeInfo" in whole or info, key_parts, columns)
     parts = tuple(
         cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
     )
@@ -132,10 +143,24 @@ def make_plan(
     through = _through_variables(residual_reads - NODE_INPUTS - set(pieces.placeholders), variables)
     # results keyed by the time of the request would never be asked for again
     timed = any("now" in reads(part) for part in pieces.parts)
+    columns = _columns(pieces.residual, len(parts), expr, residual_declarations, node_only, limits)
     if through is None or timed:
-        return Plan(parts, residual, False, "nodeInfo" in residual_reads)
+        return Plan(parts, residual, False, "nodeInfo" in residual_reads, columns=columns)
     key_parts, info = through
-    return Plan(parts, residual, True, "nodeInfo" in residual_reads or info, key_parts)
+    return Plan(parts, residual, True, "nodeInfo" in residual_reads or info, key_parts, columns)
+
+
+def _columns(
+    residual: cel.ast.Node,
+    parts: int,
+    expr: Expression,
+    declarations: Mapping[str, cel.Type],
+    node_only: Callable[[str], bool] | None,
+    limits: cel.Limits | None,
+) -> ColumnPlan | None:
+    if node_only is None:
+        return None
+    return make_column_plan(residual, parts, expr.source, dict(declarations), node_only, limits)
 
 
 def _through_variables(

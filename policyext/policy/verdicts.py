@@ -7,8 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from policyext.policy.match import PolicyMatch
 
+Mask = npt.NDArray[np.bool_]
 # between the messages of the rules that rejected a node
 MESSAGE_SEPARATOR: Final = "; "
 
@@ -101,14 +105,18 @@ class Tally:
 class Evaluation:
     """The engine's answer for one pod and a list of nodes, in the order they were given.
 
-    Only the nodes that something happened to (a rejection, an audit, an ignored error, a
-    per-rule score) have a verdict of their own; `nodes` builds the full list on demand,
-    while the extender verbs read `rejected()`, `feasible_names()` and `final_scores()`."""
+    A rejection most nodes share (an Enforce rule's fixed message) is kept as a mask over
+    the nodes (`plain`, in rule order) rather than once per node: a filter over thousands
+    of nodes then costs a few array operations. Only the nodes that something else
+    happened to (an error, an audit, a message of their own, a per-rule score) have a
+    verdict of their own in `own`, which already holds their plain rejections too.
+    `verdicts` and `nodes` build the full picture on demand; the extender verbs read
+    `rejected()`, `feasible_names()` and `final_scores()`."""
 
     version: str
     matches: list[PolicyMatch]
     names: list[str]
-    verdicts: dict[int, NodeVerdict] = field(default_factory=dict)  # by node index
+    own: dict[int, NodeVerdict] = field(default_factory=dict)  # by node index
     scores: list[int] | None = None  # final scores of `scored`, when scored
     scored: list[int] = field(default_factory=list)  # the indexes of the scored nodes
     evaluations: int = 0  # CEL evaluations performed
@@ -116,15 +124,60 @@ class Evaluation:
     timed_out: bool = False  # the request deadline stopped some evaluations
     # score rules that failed, by (policy, rule): counted even without per-rule detail
     score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
+    plain: list[tuple[Rejection, Mask]] = field(default_factory=list)
     # what each Audit score rule did, by (policy, rule): computed even without detail
     audit_scores: dict[tuple[str, str], AuditScore] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None
     _tally: Tally | None = None
 
+    def verdict(self, i: int) -> NodeVerdict:
+        """Node i's own verdict, made (with its plain rejections so far) when needed."""
+        verdict = self.own.get(i)
+        if verdict is None:
+            verdict = self.own[i] = NodeVerdict(self.names[i])
+            for rejection, mask in self.plain:
+                if mask[i]:
+                    _add_rejection(verdict, rejection)
+        return verdict
+
+    def add_plain(self, rejection: Rejection, mask: Mask) -> None:
+        """`rejection` for every node of `mask` (after every rejection added before)."""
+        if not mask.any():
+            return
+        self.plain.append((rejection, mask))
+        for i, verdict in self.own.items():
+            if mask[i]:
+                _add_rejection(verdict, rejection)
+        self._nodes = None
+        self._tally = None
+
+    @property
+    def verdicts(self) -> dict[int, NodeVerdict]:
+        """Every node that something happened to, by index."""
+        if self.plain:
+            for i in np.flatnonzero(self._plain_mask()).tolist():
+                self.verdict(i)
+        return self.own
+
+    def _plain_mask(self) -> Mask:
+        masks = [mask for _, mask in self.plain]
+        if not masks:
+            return np.zeros(len(self.names), np.bool_)
+        return np.logical_or.reduce(masks) if len(masks) > 1 else masks[0]
+
+    def infeasible(self) -> Mask:
+        """Per node: rejected by some Enforce filter."""
+        mask = self._plain_mask().copy()
+        for i, v in self.own.items():
+            if not v.feasible:
+                mask[i] = True
+        return mask
+
     @property
     def nodes(self) -> list[NodeVerdict]:
         if self._nodes is None:
-            nodes = [self.verdicts.get(i) or NodeVerdict(n) for i, n in enumerate(self.names)]
+            verdicts = self.verdicts
+            nodes = [verdicts.get(i) or NodeVerdict(n) for i, n in enumerate(self.names)]
             if self.scores is not None:
                 for i, score in zip(self.scored, self.scores, strict=True):
                     nodes[i].score = score
@@ -141,9 +194,8 @@ class Evaluation:
         """Per-rule counts of rejections, Audit would-rejects and errors (computed once)."""
         if self._tally is None:
             t = self._tally = Tally()
-            for v in self.verdicts.values():
-                if not v.feasible:
-                    t.infeasible += 1
+            t.infeasible = int(self.infeasible().sum())
+            for v in self.own.values():
                 for r in v.rejections:
                     t.rejections[r.policy, r.rule] += 1
                     if r.error is not None:
@@ -154,6 +206,11 @@ class Evaluation:
                         t.errors[r.policy, r.rule] += 1
                 for r in v.skipped:
                     t.errors[r.policy, r.rule] += 1
+            if self.plain:
+                outside = np.ones(len(self.names), np.bool_)
+                outside[list(self.own)] = False  # their rejections are counted above
+                for r, mask in self.plain:
+                    t.rejections[r.policy, r.rule] += int((mask & outside).sum())
             t.errors.update(self.score_errors)
         return self._tally
 
@@ -162,10 +219,64 @@ class Evaluation:
         return len(self.names) - self.tally().infeasible
 
     def feasible_names(self) -> list[str]:
-        infeasible = {i for i, v in self.verdicts.items() if not v.feasible}
-        if not infeasible:
+        infeasible = self.infeasible()
+        if not infeasible.any():
             return list(self.names)
-        return [n for i, n in enumerate(self.names) if i not in infeasible]
+        return [n for n, bad in zip(self.names, infeasible.tolist(), strict=True) if not bad]
+
+    def rejected(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The rejected nodes' messages by name, in node order: those a scheduler's
+        preemption may help (FailedNodes), and the unresolvable ones."""
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        names = self.names
+        rows = np.flatnonzero(self.infeasible()).tolist()
+        if not rows:
+            return failed, unresolvable
+        plain = self.plain
+        if len(plain) > 60:  # more rules than bits: one verdict per node
+            for i in rows:
+                _file(self.verdict(i), names[i], failed, unresolvable)
+            return failed, unresolvable
+        # the plain rejections of a node as the bits of one number: a few distinct
+        # combinations, each turned into its messages once
+        codes = np.zeros(len(names), np.int64)
+        for bit, (_, mask) in enumerate(plain):
+            codes |= mask.astype(np.int64) << bit
+        messages: dict[int, tuple[bool, str]] = {}
+        own = self.own
+        if not own:  # the common case: each distinct combination's message, once
+            combinations, which = np.unique(codes[rows], return_inverse=True)
+            filed: list[tuple[bool, str]] = []
+            for code in combinations.tolist():
+                combined = NodeVerdict("")
+                for bit, (rejection, _) in enumerate(plain):
+                    if code >> bit & 1:
+                        _add_rejection(combined, rejection)
+                filed.append(_message_of(combined))
+            text = np.array([m for _, m in filed], object)[which]
+            away = np.array([u for u, _ in filed], np.bool_)[which]
+            rejected = np.array(names, object)[rows]
+            failed = dict(zip(rejected[~away].tolist(), text[~away].tolist(), strict=True))
+            unresolvable = dict(zip(rejected[away].tolist(), text[away].tolist(), strict=True))
+            return failed, unresolvable
+        for i, code in zip(rows, codes[rows].tolist(), strict=True):
+            verdict = own.get(i)
+            if verdict is not None:
+                _file(verdict, names[i], failed, unresolvable)
+                continue
+            found = messages.get(code)
+            if found is None:
+                verdict = NodeVerdict("")
+                for bit, (rejection, _) in enumerate(plain):
+                    if code >> bit & 1:
+                        _add_rejection(verdict, rejection)
+                found = messages[code] = _message_of(verdict)
+            if found[0]:
+                unresolvable[names[i]] = found[1]
+            else:
+                failed[names[i]] = found[1]
+        return failed, unresolvable
 
     def final_scores(self) -> dict[str, int]:
         """Final scores by node name (scored nodes only)."""
@@ -180,3 +291,21 @@ class Evaluation:
             if v.feasible and v.score is not None and (best is None or v.score > best.score):  # type: ignore[operator]
                 best = v
         return best
+
+
+def _add_rejection(verdict: NodeVerdict, rejection: Rejection) -> None:
+    verdict.rejections = [*verdict.rejections, rejection]
+    verdict.feasible = False
+    verdict.unresolvable = verdict.unresolvable or rejection.unresolvable
+
+
+def _message_of(verdict: NodeVerdict) -> tuple[bool, str]:
+    """Where a rejected node goes in the reply, and with which message."""
+    return verdict.unresolvable, verdict.message()
+
+
+def _file(
+    verdict: NodeVerdict, name: str, failed: dict[str, str], unresolvable: dict[str, str]
+) -> None:
+    unresolvable_, message = _message_of(verdict)
+    (unresolvable if unresolvable_ else failed)[name] = message

@@ -1,8 +1,7 @@
 """The Flask application: the extender verbs, /explain, and the operational endpoints.
 
-Status codes are decided here and only here: 200 for every protocol answer (a filter that
-finds no node is still a 200 with FailedNodes), 400 for a body that is not the protocol's
-shape, 413 over the size limit, 415 for a non-JSON body, and JSON error bodies throughout.
+Status codes and error bodies are decided in statuses.py, for these views and the hot
+path alike.
 """
 
 from __future__ import annotations
@@ -24,6 +23,12 @@ from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.hotpath import AuditSink, HotVerbs
 from policyext.server.metrics import Metrics
+from policyext.server.statuses import (
+    INTERNAL_ERROR,
+    UnsupportedMediaType,
+    error_body,
+    status_of,
+)
 from policyext.store import PolicyStore
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
@@ -55,7 +60,7 @@ def _json(data: object, status: int = 200) -> Response:
 
 
 def _error(status: int, message: str) -> Response:
-    return _json({"error": message, "status": status}, status)
+    return Response(error_body(status, message), status=status, mimetype="application/json")
 
 
 def create_app(
@@ -86,7 +91,7 @@ def create_app(
         body has none, so it is read with the limit here."""
         mimetype = request.mimetype
         if mimetype and mimetype != "application/json":
-            raise _Unsupported(mimetype)
+            raise UnsupportedMediaType(mimetype)
         if request.content_length is not None:
             return request.get_data(cache=False)
         chunks: list[bytes] = []
@@ -175,16 +180,17 @@ def create_app(
 
     @app.errorhandler(wire.WireError)
     def bad_request(e: wire.WireError) -> Response:
-        metrics.count(_verb(), "400")
-        return _error(400, str(e))
+        code = status_of(e)
+        metrics.count(_verb(), str(code))
+        return _error(code, str(e))
 
-    @app.errorhandler(_Unsupported)
-    def unsupported(e: _Unsupported) -> Response:
-        return _error(415, f"expected Content-Type application/json, got {e.args[0]}")
+    @app.errorhandler(UnsupportedMediaType)
+    def unsupported(e: UnsupportedMediaType) -> Response:
+        return _error(status_of(e), f"expected Content-Type application/json, got {e.args[0]}")
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
-        code = e.code or 500
+        code = status_of(e)
         messages = {
             404: "no such endpoint",
             405: f"method {request.method} is not allowed here",
@@ -198,7 +204,7 @@ def create_app(
     @app.errorhandler(Exception)
     def internal_error(e: Exception) -> Response:
         log.exception("unexpected error answering %s %s", request.method, request.path)
-        return _error(500, "internal error (logged by the extender)")
+        return _error(status_of(e), INTERNAL_ERROR)
 
     @app.after_request
     def count(response: Response) -> Response:
@@ -210,10 +216,6 @@ def create_app(
     # for what answers outside the application (the HTTP server's refusals, wsgi.py)
     app.extensions["policyext.metrics"] = metrics
     return app
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def chunked_framing_error(e: Exception) -> str:

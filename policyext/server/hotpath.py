@@ -27,6 +27,7 @@ from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
+from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
 decision_log = logging.getLogger("policyext.decisions")
@@ -43,9 +44,6 @@ RUNNERS: Final[dict[str, Runner]] = {
     "filter": verbs.run_filter,
     "prioritize": verbs.run_prioritize,
 }
-INTERNAL_ERROR: Final = orjson.dumps(
-    {"error": "internal error (logged by the extender)", "status": 500}
-)
 
 
 def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
@@ -81,7 +79,7 @@ class HotVerbs:
         self.clock = clock
         self.max_body = max_body
         self.request_deadline = request_deadline
-        self.memo: verbs.Memo = verbs.Memo()
+        self.memo: verbs.Memo = verbs.Memo()  # the one thing the verbs remember
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
     def answer(self, verb: str, data: bytes) -> bytes:
@@ -128,13 +126,15 @@ class HotVerbs:
                 # what is wrong, and how it is answered and counted, is Flask's to say
                 environ["wsgi.input"] = io.BytesIO(data)
                 return flask_app(environ, start_response)
-            except Exception:
+            except Exception as e:
                 log.exception("unexpected error answering %s %s", "POST", environ["PATH_INFO"])
-                self.metrics.count(verb, "500")
-                start_response("500 INTERNAL SERVER ERROR", _headers(INTERNAL_ERROR))
-                return [INTERNAL_ERROR]
-            self.metrics.count(verb, "200")
-            start_response("200 OK", _headers(body))
+                status = status_of(e)
+                error = error_body(status, INTERNAL_ERROR)
+                self.metrics.count(verb, str(status))
+                start_response(status_line(status), _headers(error))
+                return [error]
+            self.metrics.count(verb, str(OK))
+            start_response(status_line(OK), _headers(body))
             return [body]
 
         return app
@@ -210,8 +210,8 @@ def audit_nodes(ev: Evaluation) -> dict[str, list[str]]:
     """`policy/rule` -> the first nodes (in request order) that Audit rule would have
     rejected; `auditRejectedBy` has how many there were in all."""
     out: dict[str, list[str]] = {}
-    for i in sorted(ev.verdicts):
-        for r in ev.verdicts[i].audits:
+    for i in sorted(ev.own):  # audits are never shared rejections: always a node's own
+        for r in ev.own[i].audits:
             names = out.setdefault(r.rule_id, [])
             if len(names) < AUDIT_NODES_LOGGED:
                 names.append(ev.names[i])

@@ -20,10 +20,8 @@ from policyext.policy.resources import (
     node_info_of,
     without_pods,
 )
-from policyext.policy.verdicts import NodeVerdict
 from policyext.server import wire
-from policyext.server.memo import ReplyMemo, memo_key
-from policyext.server.node_answers import NodeAnswers, filter_by_node, scores_by_node
+from policyext.server.remembered import Remembered, memo_key
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
 NO_SOURCE = (
@@ -54,14 +52,8 @@ class VerbResult:
         return VerbResult(self.body, ev, self.nodes, self.error, pod)
 
 
-class Memo:
-    """What filter and prioritize remember from one call for the next: whole replies, and
-    each node's part of them (its verdict, its final score)."""
-
-    def __init__(self) -> None:
-        self.replies: ReplyMemo[VerbResult] = ReplyMemo()
-        self.verdicts: NodeAnswers[NodeVerdict | None] = NodeAnswers()
-        self.scores: NodeAnswers[tuple[int, bytes]] = NodeAnswers()
+# what filter and prioritize remember from one call for the next (remembered.py)
+Memo = Remembered[VerbResult]
 
 
 def pod_id(pod: Mapping[str, Any]) -> str:
@@ -79,9 +71,9 @@ def _resolve(
     if args.nodes is not None:
         return list(args.nodes), None, {}
     assert source is not None
-    get = source.get_node
     requested = args.node_names or []
-    nodes = [get(name) for name in requested]
+    many = getattr(source, "nodes_named", None)  # one C-level map where the source has it
+    nodes = many(requested) if callable(many) else list(map(source.get_node, requested))
     if None not in nodes:
         return nodes, requested, {}  # type: ignore[return-value]
     unknown = {
@@ -115,10 +107,10 @@ def _recall(
 ) -> tuple[Hashable | None, VerbResult | None]:
     """The memo key of a NodeNames call (None when its reply cannot be reused), and the
     reply remembered under it, if any."""
-    if memo is None or args.node_names is None:
+    if memo is None:
         return None, None
     key = memo_key(verb, prepared, source, args.node_names)
-    known = memo.replies.get(policies, key) if key is not None else None
+    known = memo.get(policies, key) if key is not None else None
     return key, known.again(pod_id(args.pod), prepared) if known is not None else None
 
 
@@ -128,7 +120,36 @@ def _remember(
     # a reply the deadline cut short is not the nodes' own answer: never reused
     ev = result.evaluation
     if memo is not None and key is not None and ev is not None and not ev.timed_out:
-        memo.replies.put(policies, key, result)
+        memo.put(policies, key, result)
+
+
+def _answer(
+    verb: str,
+    policies: PolicySet,
+    source: LiveNodeSource | None,
+    args: wire.ExtenderArgs,
+    now: Timestamp,
+    memo: Memo | None,
+    deadline: float | None,
+) -> tuple[VerbResult | None, Hashable | None, Evaluation, list[Mapping[str, Any]], dict[str, str]]:
+    """A filter or prioritize call up to the engine's answer: the remembered reply (and
+    nothing else), or the memo key, the evaluation, the node objects and the names that
+    could not be resolved."""
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
+    key, known = _recall(verb, memo, policies, prepared, source, args)
+    if known is not None:
+        return known, key, known.evaluation, [], {}  # type: ignore[return-value]
+    nodes, names, unknown = _resolve(args, source)
+    filters = verb == "filter"
+    ev = prepared.evaluate(
+        nodes,
+        names=names,
+        filters=filters,
+        scores=not filters,
+        detail=False,
+        cache_nodes=args.nodes is None,
+    )
+    return None, key, ev, nodes, unknown
 
 
 def run_filter(
@@ -146,48 +167,18 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key, known = _recall("filter", memo, policies, prepared, source, args)
+    known, key, ev, nodes, unknown = _answer("filter", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    by_node = (
-        filter_by_node(memo.verdicts, policies, source, args, now, prepared)
-        if memo is not None
-        else None
-    )
-    if by_node is not None:
-        ev, unknown_names = by_node
-        unknown = dict.fromkeys(unknown_names, UNKNOWN_NODE)
-        nodes: list[Mapping[str, Any]] = []
-    else:
-        nodes, names, unknown = _resolve(args, source)
-        ev = evaluate(
-            policies,
-            args.pod,
-            nodes,
-            source,
-            now,
-            scores=False,
-            cache_nodes=names_mode,
-            names=names,
-            prepared=prepared,
-        )
-    failed: dict[str, str] = dict(unknown)
-    unresolvable: dict[str, str] = {}
-    infeasible: set[int] = set()
-    for i, verdict in sorted(ev.verdicts.items()):
-        if verdict.feasible:
-            continue
-        infeasible.add(i)
-        if verdict.unresolvable:
-            unresolvable[verdict.name] = verdict.message()
-        else:
-            failed[verdict.name] = verdict.message()
-    feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
+    rejected, unresolvable = ev.rejected()
+    failed: dict[str, str] = dict.fromkeys(unknown, UNKNOWN_NODE)
+    failed.update(rejected)
+    infeasible = ev.infeasible().tolist()
+    feasible_names = [n for n, bad in zip(ev.names, infeasible, strict=True) if not bad]
     feasible_nodes: list[Any] = []
     if not names_mode:
         originals = args.raw_nodes if args.raw_nodes is not None else nodes
-        feasible_nodes = [n for i, n in enumerate(originals) if i not in infeasible]
+        feasible_nodes = [n for n, bad in zip(originals, infeasible, strict=True) if not bad]
     body = wire.filter_result(
         None if names_mode else feasible_nodes,
         feasible_names if names_mode else None,
@@ -211,33 +202,11 @@ def run_prioritize(
     if source_problem(args, source, policies):
         zeros = wire.priority_list([(n, 0) for n in args.names])
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
-    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    key, known = _recall("prioritize", memo, policies, prepared, source, args)
+    known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    by_node = (
-        scores_by_node(memo.scores, policies, source, args, now, prepared)
-        if memo is not None
-        else None
-    )
-    if by_node is not None:
-        ev, body = by_node
-    else:
-        nodes, names, _unknown = _resolve(args, source)
-        ev = evaluate(
-            policies,
-            args.pod,
-            nodes,
-            source,
-            now,
-            filters=False,
-            cache_nodes=args.nodes is None,
-            detail=False,
-            names=names,
-            prepared=prepared,
-        )
-        scores = ev.final_scores()
-        body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
+    scores = ev.final_scores()
+    body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
     return result
@@ -258,11 +227,8 @@ def run_explain(
         every = getattr(source, "node_names", None)
         args = replace(args, node_names=every() if callable(every) else [])
     nodes, names, unknown = _resolve(args, source)
-    cache = args.nodes is None
-    ev = evaluate(
-        policies, args.pod, nodes, source, now, cache_nodes=cache, names=names, deadline=deadline
-    )
-    return ev, unknown
+    prepared = prepare(policies, args.pod, source, now, deadline=deadline)
+    return prepared.evaluate(nodes, names=names, cache_nodes=args.nodes is None), unknown
 
 
 class _VictimFreeSource:

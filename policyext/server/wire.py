@@ -244,14 +244,8 @@ def filter_result(
 
 
 def priority_list(scores: list[tuple[str, int]]) -> bytes:
-    """HostPriorityList: a bare array; scores are integers (a float would be dropped).
-    Built as bytes directly: orjson writes each host name, the rest is fixed text."""
-    dumps = orjson.dumps
-    return (
-        b"["
-        + b",".join(b'{"Host":%s,"Score":%d}' % (dumps(host), int(score)) for host, score in scores)
-        + b"]"
-    )
+    """HostPriorityList: a bare array; scores are integers (a float would be dropped)."""
+    return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
 
 
 def binding_result(error: str = "") -> bytes:

@@ -79,5 +79,7 @@ def run(
     the_pod: dict[str, Any],
     nodes: list[dict[str, Any]],
     source: NodeSource | None = None,
+    *,
+    columns: bool = True,
 ) -> Evaluation:
-    return evaluate(policy_set, the_pod, nodes, source, NOW)
+    return evaluate(policy_set, the_pod, nodes, source, NOW, columns=columns)

@@ -96,15 +96,7 @@ def test_the_pod_and_nodes_are_freed_by_reference_counting_once_an_evaluation_is
     refs = [weakref.ref(the_pod), *(weakref.ref(n) for n in nodes)]
 
     ev = evaluate(policy_set, the_pod, nodes, source, NOW, cache_nodes=cached)
-    again = evaluate(
-        policy_set,
-        the_pod,
-        nodes,
-        source,
-        NOW,
-        cache_nodes=cached,
-        prepared=prepare(policy_set, the_pod, source, NOW),
-    )
+    again = prepare(policy_set, the_pod, source, NOW).evaluate(nodes, cache_nodes=cached)
     assert len(ev.names) == len(again.names) == 3
     del the_pod, nodes, source, ev, again
 

@@ -1,7 +1,7 @@
 """FailedNodes and FailedAndUnresolvableNodes name every rule that rejected a node: the
 messages in policy-name then rule order, each once, joined with `; ` (policy-format.md),
-whether the reply is computed, remembered whole (memo.py) or made of each node's
-remembered part (node_answers.py), in NodeNames and in Nodes mode, and in /explain."""
+whether the reply is computed (over columns or node by node) or remembered whole
+(remembered.py), in NodeNames and in Nodes mode, and in /explain."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
-"""Replies to NodeNames filter and prioritize calls, kept for the next pod like the last.
+"""What the extender verbs remember from one call for the next: NodeNames replies.
 
-The replicas of a Deployment arrive one after another with the same labels, requests and
+What the rules read of each node is kept by the engine itself, per node version, for the
+life of a policy set (policy/columns.py and the plans' result cache): a pod never seen
+before costs a few array operations per rule. What is left to remember is the reply: the
+replicas of a Deployment arrive one after another with the same labels, requests and
 annotations, and the scheduler asks about the same nodes each time. When nothing the
 policies read has changed, the answer is the same bytes: the engine's `signature` says
 what of the pod the rules read, the node source's `generation` says whether any node or
 its information changed, and the memo belongs to one policy set (a reload starts afresh).
+A reply the request deadline cut short is never remembered: it is not the nodes' own.
 """
 
 from __future__ import annotations
@@ -24,21 +28,21 @@ T = TypeVar("T")
 
 
 def memo_key(
-    verb: str, prepared: Prepared, source: LiveNodeSource | None, names: Sequence[str]
+    verb: str, prepared: Prepared, source: LiveNodeSource | None, names: Sequence[str] | None
 ) -> Hashable | None:
-    """What a NodeNames reply depends on, or None when it cannot be reused (no node
-    source, rules that read the pod and the node together)."""
-    if source is None:
+    """What a NodeNames reply depends on, or None when it cannot be reused (Nodes mode, no
+    node source, rules that read the pod and the node together)."""
+    if source is None or names is None:
         return None
-    generation = source.generation  # read first: see ReplyMemo
+    generation = source.generation  # read first: see Remembered
     signature = prepared.signature(verb == "filter", verb == "prioritize")
     if signature is None:
         return None
     return (verb, generation, signature, tuple(names))
 
 
-class ReplyMemo(Generic[T]):
-    """The last replies, by `memo_key`, for one policy set at a time.
+class Remembered(Generic[T]):
+    """The last replies, by `memo_key`, for one policy set at a time (one per server).
 
     The source's generation is read before anything else of the request: a reply computed
     while a node changed is stored under the generation before the change, which no later

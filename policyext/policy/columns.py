@@ -1,0 +1,692 @@
+"""Evaluating a rule over all the nodes of a request at once.
+
+A rule's residual (plan.py: what is left once its pod-side parts are constants) is mostly
+made of subexpressions that read only the node, combined with the pod's constants by a
+few operators: `free.cpu.compareTo(@p0) >= 0`, `@p0 || lifecycle != 'spot'`, `zone == @p1
+? 10 : 0`. The node-only subexpressions are evaluated per node by the exact evaluator and
+remembered per node version: they do not depend on the pod. What combines them is
+evaluated once per request over whole columns (numpy arrays): a compare of a column with a
+constant is one vector operation, whatever the number of nodes.
+
+Exactness first. A column holds, for each row, a value of the column's kind or *unknown*
+(an evaluation error, a value of another type, a NaN, an int too large for a double, a
+quantity too close to the constant to compare in floating point, a node value that used
+much of the cost budget). Every operator keeps CEL's semantics on the known rows (`false
+&& <error>` is false: a decided row stays decided) and leaves the others unknown; the
+unknown rows of the result are evaluated again by the exact per-node evaluator. A residual
+with an operator this module does not know has no column plan at all.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from policyext import cel
+from policyext.cel import (
+    LOCAL,
+    CELError,
+    CostLimitExceeded,
+    Duration,
+    Quantity,
+    Timestamp,
+    placeholder,
+    reads,
+)
+
+Mask = npt.NDArray[np.bool_]
+# ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
+EXACT_INT: Final = 2.0**53
+# a quantity whose approximation is this close to the constant's is compared exactly
+QUANTITY_TOLERANCE: Final = 1e-9
+# node values that used more than this share of the cost budget together: their row is
+# left to the exact evaluator (the residual's other operators charge a little more)
+COST_SHARE: Final = 0.5
+# node values kept per subexpression: nodes come and go, each version is a new row
+TABLE_SLACK: Final = 1024
+
+_KINDS: Final = (bool, int, float, str, Quantity, dict, list, Timestamp, Duration)
+_second = operator.itemgetter(1)
+_third = operator.itemgetter(2)
+
+
+class Unsupported(Exception):
+    """The residual has a form that is not evaluated over columns."""
+
+
+class Scalar:
+    """A value that is the same on every row: a pod-side part or a literal. `value` is a
+    CELError when the part failed."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class Column:
+    """One value per row. `kind` is the type of the known rows; ints and doubles are
+    held as float64, bools as bool, everything else as objects. `objects` keeps the
+    quantities themselves (ties are compared exactly)."""
+
+    __slots__ = ("cost", "kind", "objects", "unknown", "values")
+
+    def __init__(
+        self,
+        kind: type,
+        values: npt.NDArray[Any],
+        unknown: Mask,
+        objects: npt.NDArray[Any] | None = None,
+        cost: npt.NDArray[np.float64] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.values = values
+        self.unknown = unknown
+        self.objects = objects
+        self.cost = cost  # node values: what each row's evaluation charged (None: nothing)
+
+
+Value = Scalar | Column
+
+
+class Universe:
+    """Every node version the columns have seen (for one policy set), as rows: a request's
+    nodes are positions in it, and each node-only subexpression keeps one array over it.
+    A key identifies a node version (`name@resourceVersion`, with the node information's
+    generation for the columns that read it): a row's values never go stale. A universe
+    that outgrows the nodes starts over (`generation` tells the columns to as well)."""
+
+    RECENT: Final = 4  # key lists remembered: filter's names, and a few prioritize lists
+
+    def __init__(self) -> None:
+        self.rows: dict[Hashable, int] = {}
+        self.generation = 0
+        self.widest = 0  # the most nodes a request has named: about the cluster's size
+        self._recent: list[tuple[list[Hashable], npt.NDArray[np.intp]]] = []
+
+    def index(self, keys: list[Hashable]) -> npt.NDArray[np.intp]:
+        """The rows of these node versions, new ones added."""
+        for known, index in self._recent:
+            if known is keys or (len(known) == len(keys) and known == keys):
+                return index
+        self.widest = max(self.widest, len(keys))
+        if len(self.rows) > 2 * self.widest + TABLE_SLACK:
+            self.rows = {}
+            self.generation += 1
+            self._recent = []
+        rows = self.rows
+        found = list(map(rows.get, keys))
+        if None in found:
+            for i, known_row in enumerate(found):
+                if known_row is None:
+                    row = rows.get(keys[i])  # a node named twice
+                    if row is None:
+                        row = rows[keys[i]] = len(rows)
+                    found[i] = row
+        index = np.array(found, np.intp)
+        self._recent = [(keys, index), *self._recent[: self.RECENT - 1]]
+        return index
+
+
+class Rows(Protocol):
+    """The nodes of one request as the columns see them (the engine's run of a request).
+
+    `universe(reads_info)`: the Universe and the rows of the request's nodes in it (keyed
+    with their node information's versions too, when `reads_info`), or None when node
+    values must not be kept (nodes sent in the request); `evaluate_on(i, policy,
+    program)`: the exact evaluator on the request's node i and the cost it charged;
+    `timed_out()`: the request deadline has passed. `cost`: what the node values of the
+    rule being evaluated charged, per row (set here): rows where that nears the budget
+    (or spent it) are left to the exact evaluator, whatever the operators say."""
+
+    count: int
+    budget: int
+    cost: npt.NDArray[np.float64] | None
+
+    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None: ...
+
+    def evaluate_on(self, i: int, policy: str, program: cel.Program) -> tuple[object, int]: ...
+
+    def timed_out(self) -> bool: ...
+
+
+class _Node:
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        raise NotImplementedError
+
+
+class _Param(_Node):
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        return Scalar(params[self.index])
+
+
+class _Literal(_Node):
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        return Scalar(self.value)
+
+
+class _NodeValue(_Node):
+    """A subexpression that reads only the node (its information, its variables): its
+    value per node version, one array over the Universe, extended with new versions."""
+
+    def __init__(self, program: cel.Program, reads_info: bool) -> None:
+        self.program = program
+        self.reads_info = reads_info
+        self.whole: Column | None = None  # over the universe's rows
+        self.computed: Mask | None = None  # the rows of `whole` that hold their value
+        self.generation = -1
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        column = self._run(rows, policy)
+        if column.cost is not None:
+            rows.cost = column.cost if rows.cost is None else rows.cost + column.cost
+        return column
+
+    def _run(self, rows: Rows, policy: str) -> Column:
+        found = rows.universe(self.reads_info)
+        if found is None:
+            return self._request_column(rows, policy)
+        universe, index = found
+        if self.generation != universe.generation:  # the universe started over
+            self.whole = self.computed = None
+            self.generation = universe.generation
+        whole, computed = self.whole, self.computed
+        size = len(universe.rows)
+        if whole is not None and computed is not None and len(computed) < size:
+            whole, computed = (
+                _extend(whole, size),
+                np.concatenate([computed, np.zeros(size - len(computed), np.bool_)]),
+            )
+        need = np.flatnonzero(~computed[index]) if computed is not None else None
+        if need is None or need.size:
+            positions = need.tolist() if need is not None else range(rows.count)
+            entries = [self._entry(rows, policy, i) for i in positions]
+            if rows.timed_out():  # a deadline's errors are not the nodes': not kept
+                return self._request_column(rows, policy)
+            fresh = _column(entries, whole.kind if whole is not None else None)
+            if whole is None or computed is None:
+                whole, computed = _extend(_empty(fresh.kind, fresh), size), np.zeros(size, np.bool_)
+            at = index[np.asarray(list(positions), np.intp)]
+            _scatter(whole, at, fresh)
+            computed[at] = True
+            self.whole, self.computed = whole, computed
+        assert whole is not None
+        return _gather(whole, index)
+
+    def _request_column(self, rows: Rows, policy: str) -> Column:
+        return _column([self._entry(rows, policy, i) for i in range(rows.count)])
+
+    def _entry(self, rows: Rows, policy: str, i: int) -> tuple[object, float, float]:
+        value, cost = rows.evaluate_on(i, policy, self.program)
+        spent = isinstance(getattr(value, "error", None), CostLimitExceeded)
+        approx = value.approximate_float() if type(value) is Quantity else 0.0
+        return (value, approx, math.inf if spent else float(cost))
+
+
+def _empty(kind: type, like: Column) -> Column:
+    """A column of no rows, of the kind and layout of `like`."""
+    objects = like.objects[:0] if like.objects is not None else None
+    cost = np.zeros(0, np.float64)
+    return Column(kind, like.values[:0], like.unknown[:0], objects, cost)
+
+
+def _extend(whole: Column, size: int) -> Column:
+    """The column with rows not computed yet up to `size` (unknown until they are)."""
+    more = size - len(whole.values)
+    if more <= 0:
+        return whole
+    values = np.concatenate([whole.values, np.zeros(more, whole.values.dtype)])
+    unknown = np.concatenate([whole.unknown, np.ones(more, np.bool_)])
+    objects = None
+    if whole.objects is not None:
+        objects = np.concatenate([whole.objects, np.empty(more, object)])
+    cost = np.concatenate(
+        [whole.cost if whole.cost is not None else np.zeros(len(whole.values)), np.zeros(more)]
+    )
+    return Column(whole.kind, values, unknown, objects, cost)
+
+
+def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
+    """Write the fresh rows into the universe's column (in place)."""
+    whole.values[at] = fresh.values
+    whole.unknown[at] = fresh.unknown
+    if whole.objects is not None and fresh.objects is not None:
+        whole.objects[at] = fresh.objects
+    assert whole.cost is not None
+    whole.cost[at] = fresh.cost if fresh.cost is not None else 0.0
+
+
+_first = operator.itemgetter(0)
+
+
+def _column(entries: list[tuple[object, float, float]], kind: type | None = None) -> Column:
+    """A column of node values; `kind`: the type of the known rows (else the most common)."""
+    values = list(map(_first, entries))
+    n = len(values)
+    costs = np.fromiter(map(_third, entries), np.float64, n)
+    cost = costs if costs.any() else None
+    kinds = Counter(map(type, values))
+    if kind is None:
+        kind = max(kinds, key=kinds.__getitem__) if kinds else bool
+    if kind not in _KINDS:
+        return Column(kind, np.empty(n, object), np.ones(n, np.bool_), cost=cost)
+    mixed = len(kinds) > 1 or (n > 0 and kind not in kinds)
+    unknown = np.zeros(n, np.bool_)
+    if mixed:
+        unknown = unknown | np.fromiter((type(v) is not kind for v in values), np.bool_, n)
+    if kind is bool or kind is int or kind is float:
+        fill: object = False if kind is bool else 0.0
+        clean = [v if type(v) is kind else fill for v in values] if mixed else values
+        if kind is bool:
+            return Column(bool, np.array(clean, np.bool_), unknown, cost=cost)
+        array = np.array(clean, np.float64)
+        if kind is int:
+            unknown = unknown | (np.abs(array) > EXACT_INT)
+        else:
+            unknown = unknown | np.isnan(array)
+        return Column(kind, array, unknown, cost=cost)
+    objects = np.empty(n, object)
+    if mixed:  # the other rows hold a value of the kind too: operators see one type
+        filler = next((v for v in values if type(v) is kind), None)
+        objects[:] = [v if type(v) is kind else filler for v in values]
+    else:
+        objects[:] = values
+    if kind is Quantity:
+        approx = np.fromiter(map(_second, entries), np.float64, n)
+        return Column(Quantity, approx, unknown, objects, cost)
+    return Column(kind, objects, unknown, cost=cost)
+
+
+def _gather(whole: Column, index: npt.NDArray[np.intp]) -> Column:
+    cost = whole.cost[index] if whole.cost is not None else None
+    if cost is not None and not cost.any():
+        cost = None
+    objects = whole.objects[index] if whole.objects is not None else None
+    return Column(whole.kind, whole.values[index], whole.unknown[index], objects, cost)
+
+
+def _all_unknown(rows: Rows) -> Column:
+    n = rows.count
+    return Column(bool, np.zeros(n, np.bool_), np.ones(n, np.bool_))
+
+
+def _truth(value: Value, n: int) -> tuple[Mask, Mask]:
+    """The rows that are definitely true, and definitely false."""
+    if isinstance(value, Scalar):
+        v = value.value
+        return np.full(n, v is True), np.full(n, v is False)
+    if value.kind is not bool:
+        return np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    known = ~value.unknown
+    return known & value.values, known & ~value.values
+
+
+def _bools(true: Mask, false: Mask) -> Column:
+    return Column(bool, true, ~(true | false))
+
+
+class _Logical(_Node):
+    """`&&` / `||`: decided by any operand that decides it, whatever the others are."""
+
+    def __init__(self, is_and: bool, operands: list[_Node]) -> None:
+        self.is_and = is_and
+        self.operands = operands
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        n = rows.count
+        values = [o.run(rows, policy, params) for o in self.operands]
+        truths = [_truth(v, n) for v in values]
+        if self.is_and:
+            true = np.logical_and.reduce([t for t, _ in truths])
+            false = np.logical_or.reduce([f for _, f in truths])
+        else:
+            true = np.logical_or.reduce([t for t, _ in truths])
+            false = np.logical_and.reduce([f for _, f in truths])
+        return _bools(true, false)
+
+
+class _Not(_Node):
+    def __init__(self, operand: _Node) -> None:
+        self.operand = operand
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        true, false = _truth(self.operand.run(rows, policy, params), rows.count)
+        return _bools(false, true)
+
+
+class _Conditional(_Node):
+    def __init__(self, cond: _Node, then: _Node, otherwise: _Node) -> None:
+        self.cond = cond
+        self.then = then
+        self.otherwise = otherwise
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        n = rows.count
+        true, false = _truth(self.cond.run(rows, policy, params), n)
+        a = self.then.run(rows, policy, params)
+        b = self.otherwise.run(rows, policy, params)
+        ka, va, ua = _as_column_parts(a, n)
+        kb, vb, ub = _as_column_parts(b, n)
+        if ka is None or ka is not kb or ka is Quantity:
+            return _all_unknown(rows)
+        values = np.where(true, va, vb)
+        unknown = ~(true | false) | (true & ua) | (false & ub)
+        return Column(ka, values, unknown)
+
+
+def _as_column_parts(value: Value, n: int) -> tuple[type | None, Any, Mask]:
+    """(kind, values, unknown) of a value, a scalar broadcast; kind None: not usable."""
+    if isinstance(value, Column):
+        return value.kind, value.values, value.unknown
+    v = value.value
+    t = type(v)
+    if t is int and abs(v) <= EXACT_INT:  # type: ignore[arg-type]
+        return int, float(v), np.zeros(n, np.bool_)  # type: ignore[arg-type]
+    if t is float and not math.isnan(v):  # type: ignore[arg-type]
+        return float, v, np.zeros(n, np.bool_)
+    if t is bool or t is str or t is Timestamp or t is Duration:
+        return t, v, np.zeros(n, np.bool_)
+    return None, None, np.ones(n, np.bool_)
+
+
+_NUMERIC: Final = (int, float)
+# maps, lists and quantities are compared by the exact evaluator
+_COMPARABLE: Final = (bool, int, float, str, Timestamp, Duration)
+# ordered by `<` ... (strings and bools too, but the exact evaluator orders those)
+_ORDERED: Final = (int, float, Timestamp, Duration)
+
+
+class _Compare(_Node):
+    """`==`, `!=`, `<`, `<=`, `>`, `>=` between a column and a constant (or two columns)
+    of the same kind; numbers across int and double as CEL orders them (as doubles)."""
+
+    FUNCTIONS: Final = {
+        "_==_": operator.eq,
+        "_!=_": operator.ne,
+        "_<_": operator.lt,
+        "_<=_": operator.le,
+        "_>_": operator.gt,
+        "_>=_": operator.ge,
+    }
+
+    def __init__(self, function: str, left: _Node, right: _Node) -> None:
+        self.function = function
+        self.op = self.FUNCTIONS[function]
+        self.equality = function in ("_==_", "_!=_")
+        self.left = left
+        self.right = right
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        n = rows.count
+        ka, va, ua = _as_column_parts(self.left.run(rows, policy, params), n)
+        kb, vb, ub = _as_column_parts(self.right.run(rows, policy, params), n)
+        if ka is None or kb is None:
+            return _all_unknown(rows)
+        if ka not in _COMPARABLE or kb not in _COMPARABLE:
+            return _all_unknown(rows)
+        if ka is not kb:
+            # ints and doubles are ordered together; equality across types is left to
+            # the exact evaluator
+            if self.equality or ka not in _NUMERIC or kb not in _NUMERIC:
+                return _all_unknown(rows)
+        elif ka not in _ORDERED and not self.equality:
+            return _all_unknown(rows)  # strings, bools: ordered by the exact evaluator
+        op = self.op
+        if not isinstance(va, np.ndarray):  # the column on the left: numpy's operators
+            op, va, vb = _REFLECTED[op], vb, va
+        try:
+            values = np.asarray(op(va, vb), np.bool_)
+        except (TypeError, AttributeError):  # no row of the kind to stand in for the others
+            return _all_unknown(rows)
+        if values.shape != (n,):
+            values = np.broadcast_to(values, (n,)).copy()
+        return Column(bool, values, ua | ub)
+
+
+_REFLECTED: Final = {
+    operator.eq: operator.eq,
+    operator.ne: operator.ne,
+    operator.lt: operator.gt,
+    operator.le: operator.ge,
+    operator.gt: operator.lt,
+    operator.ge: operator.le,
+}
+
+
+class _QuantityCompare(_Node):
+    """`q.compareTo(c)`, `q.isGreaterThan(c)`, `q.isLessThan(c)` with a column of
+    quantities on one side and a constant on the other."""
+
+    def __init__(self, function: str, target: _Node, arg: _Node) -> None:
+        self.function = function
+        self.target = target
+        self.arg = arg
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        target = self.target.run(rows, policy, params)
+        arg = self.arg.run(rows, policy, params)
+        sign = 1
+        if isinstance(target, Scalar) and isinstance(arg, Column):
+            target, arg, sign = arg, target, -1
+        if not (
+            isinstance(target, Column)
+            and target.kind is Quantity
+            and isinstance(arg, Scalar)
+            and type(arg.value) is Quantity
+        ):
+            return _all_unknown(rows)
+        constant: Quantity = arg.value
+        c = constant.approximate_float()
+        a = target.values
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = np.maximum(np.abs(a), abs(c))
+            decided = (np.abs(a - c) > QUANTITY_TOLERANCE * scale) & np.isfinite(a)
+            decided &= np.isfinite(c) & (scale > 1e-280)
+        order = np.where(decided, np.sign(a - c), 0.0)
+        close = np.flatnonzero(~decided & ~target.unknown)
+        if close.size:
+            objects = target.objects
+            assert objects is not None
+            for i in close.tolist():
+                order[i] = float(objects[i].compare(constant))
+        order *= sign  # compared from the constant's side when it was the target
+        if self.function == "compareTo":
+            return Column(int, order, target.unknown)
+        wanted = 1.0 if self.function == "isGreaterThan" else -1.0
+        return Column(bool, order == wanted, target.unknown)
+
+
+class _Arithmetic(_Node):
+    """`+ - * /` over doubles (IEEE arithmetic, as Python's floats)."""
+
+    FUNCTIONS: Final = {
+        "_+_": operator.add,
+        "_-_": operator.sub,
+        "_*_": operator.mul,
+        "_/_": operator.truediv,
+    }
+
+    def __init__(self, function: str, left: _Node, right: _Node) -> None:
+        self.op = self.FUNCTIONS[function]
+        self.divide = function == "_/_"
+        self.left = left
+        self.right = right
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        n = rows.count
+        ka, va, ua = _as_column_parts(self.left.run(rows, policy, params), n)
+        kb, vb, ub = _as_column_parts(self.right.run(rows, policy, params), n)
+        if ka is not float or kb is not float:
+            return _all_unknown(rows)
+        unknown = ua | ub
+        if self.divide:
+            unknown = unknown | (np.asarray(vb) == 0.0)  # the exact evaluator's rule
+        with np.errstate(all="ignore"):
+            values = np.asarray(self.op(va, vb), np.float64)
+        if values.shape != (n,):
+            values = np.broadcast_to(values, (n,)).copy()
+        return Column(float, values, unknown | np.isnan(values))
+
+
+class _In(_Node):
+    """`s in <node list or map>` and `<node string> in <constant list or map>`, for
+    strings (a string equals only a string: Python's `in` is CEL's there)."""
+
+    def __init__(self, element: _Node, container: _Node) -> None:
+        self.element = element
+        self.container = container
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        n = rows.count
+        element = self.element.run(rows, policy, params)
+        container = self.container.run(rows, policy, params)
+        if (
+            isinstance(element, Scalar)
+            and type(element.value) is str
+            and isinstance(container, Column)
+            and container.kind in (dict, list)
+        ):
+            item = element.value
+            pairs = zip(container.values, container.unknown.tolist(), strict=True)
+            found = np.fromiter((not u and item in v for v, u in pairs), np.bool_, n)
+            return Column(bool, found, container.unknown)
+        if (
+            isinstance(element, Column)
+            and element.kind is str
+            and isinstance(container, Scalar)
+            and type(container.value) in (dict, list)
+        ):
+            members = {m for m in container.value if type(m) is str}  # type: ignore[attr-defined]
+            found = np.fromiter((v in members for v in element.values), np.bool_, n)
+            return Column(bool, found, element.unknown)
+        return _all_unknown(rows)
+
+
+_LOGICAL: Final = {"_&&_": True, "_||_": False}
+_QUANTITY_METHODS: Final = frozenset(("compareTo", "isGreaterThan", "isLessThan"))
+
+
+class ColumnPlan:
+    """A residual as column operations. `run` gives a Column (or a Scalar) whose unknown
+    rows the caller evaluates exactly."""
+
+    def __init__(self, root: _Node, node_values: list[_NodeValue]) -> None:
+        self.root = root
+        self.node_values = node_values
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Column | Scalar:
+        """The residual's value per row; rows whose value is not known are `unknown`
+        (a Scalar's value is the same on every row)."""
+        if any(isinstance(p, CostLimitExceeded) for p in params):
+            return _all_unknown(rows)  # a spent budget is never absorbed by && or ||
+        rows.cost = None
+        result = self.root.run(rows, policy, params)
+        cost = rows.cost
+        if cost is not None:
+            heavy = cost > rows.budget * COST_SHARE
+            if heavy.any():
+                if isinstance(result, Scalar):
+                    result = _broadcast(result, rows.count)
+                unknown = result.unknown | heavy
+                result = Column(result.kind, result.values, unknown, result.objects)
+        return result
+
+
+def _broadcast(value: Scalar, n: int) -> Column:
+    kind, v, unknown = _as_column_parts(value, n)
+    if kind is None:
+        return Column(bool, np.zeros(n, np.bool_), unknown)
+    dtype = np.bool_ if kind is bool else np.float64 if kind in _NUMERIC else object
+    return Column(kind, np.full(n, v, dtype), unknown)
+
+
+def make_column_plan(
+    residual: cel.ast.Node,
+    parts: int,
+    source: str,
+    declarations: dict[str, cel.Type],
+    node_only: Callable[[str], bool],
+    limits: cel.Limits | None,
+) -> ColumnPlan | None:
+    """The column plan of a residual whose placeholders `@p0`.. `@p<parts-1>` are the
+    pod-side parts; None when some operator is not one this module evaluates."""
+    placeholders = {placeholder(i): i for i in range(parts)}
+    node_values: list[_NodeValue] = []
+
+    def build(node: cel.ast.Node) -> _Node:
+        node_reads = reads(node)
+        if isinstance(node, cel.ast.Literal):
+            return _Literal(node.value)
+        if isinstance(node, cel.ast.Ident) and node.name in placeholders:
+            return _Param(placeholders[node.name])
+        if node_reads and LOCAL not in node_reads and all(node_only(r) for r in node_reads):
+            try:
+                program = cel.compile_tree(node, source, declarations, limits=limits)
+            except CELError as e:
+                raise Unsupported(str(e)) from None
+            reads_info = "nodeInfo" in node_reads or any(
+                r.startswith("variables.") for r in node_reads
+            )
+            value = _NodeValue(program, reads_info)
+            node_values.append(value)
+            return value
+        if not isinstance(node, cel.ast.Call):
+            raise Unsupported(type(node).__name__)
+        f, args = node.function, node.args
+        if f in _LOGICAL:
+            operands: list[cel.ast.Node] = []
+            _flatten(node, f, operands)
+            return _Logical(_LOGICAL[f], [build(o) for o in operands])
+        if f == "!_" and len(args) == 1:
+            return _Not(build(args[0]))
+        if f == "_?_:_" and len(args) == 3:
+            return _Conditional(build(args[0]), build(args[1]), build(args[2]))
+        if f in _Compare.FUNCTIONS and len(args) == 2 and node.target is None:
+            return _Compare(f, build(args[0]), build(args[1]))
+        if f in _Arithmetic.FUNCTIONS and len(args) == 2 and node.target is None:
+            return _Arithmetic(f, build(args[0]), build(args[1]))
+        if f == "@in" and len(args) == 2:
+            return _In(build(args[0]), build(args[1]))
+        if f in _QUANTITY_METHODS and node.target is not None and len(args) == 1:
+            return _QuantityCompare(f, build(node.target), build(args[0]))
+        raise Unsupported(f)
+
+    try:
+        root = build(residual)
+    except Unsupported:
+        return None
+    if not node_values:
+        return None
+    return ColumnPlan(root, node_values)
+
+
+def _flatten(node: cel.ast.Node, function: str, out: list[cel.ast.Node]) -> None:
+    if isinstance(node, cel.ast.Call) and node.function == function and node.target is None:
+        for arg in node.args:
+            _flatten(arg, function, out)
+    else:
+        out.append(node)
+
+
+class Universes:
+    """A policy set's universes: one of node versions, one of node versions with their
+    node information's (for the columns that read it)."""
+
+    def __init__(self) -> None:
+        self.nodes = Universe()
+        self.with_info = Universe()
+
+    def of(self, reads_info: bool) -> Universe:
+        return self.with_info if reads_info else self.nodes

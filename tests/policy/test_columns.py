@@ -1,0 +1,419 @@
+"""The column evaluator gives exactly the per-node evaluator's answers.
+
+Random policies (filters and scores mixing node columns with the pod's values: labels,
+quantities in mixed formats, optionals, `has`, `in`, ternaries, && / || / !, errors under
+Fail and Ignore, Audit, unresolvable, messages, Clamp and MinMax, weights), random pods and
+random nodes with bound pods: every verdict, message, error and score must be the same,
+in NodeNames mode (node values kept across calls) and with the nodes in the request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from policyext.cluster.snapshot import SnapshotSource
+from policyext.policy.compile import PolicySet, load_policy_texts
+from policyext.policy.engine import evaluate, prepare
+from policyext.policy.model import PolicyError
+from policyext.policy.verdicts import Evaluation
+from tests.policy.helpers import NOW
+
+# -- expressions -------------------------------------------------------------------------
+NODE_STR = st.sampled_from(
+    [
+        "node.metadata.?labels[?'zone'].orValue('')",
+        "node.metadata.labels.zone",  # an error where the label is missing
+        "node.metadata.?labels.?tier.orValue('none')",
+        "node.metadata.name",
+    ]
+)
+POD_STR = st.sampled_from(
+    [
+        "pod.metadata.?labels[?'zone'].orValue('')",
+        "pod.metadata.labels.zone",
+        "pod.metadata.?annotations[?'tier'].orValue('none')",
+        "'a'",
+    ]
+)
+NODE_QUANTITY = st.sampled_from(
+    [
+        "nodeInfo.free.cpu",
+        "nodeInfo.allocatable.cpu",
+        "nodeInfo.free.memory",
+        "nodeInfo.requested.cpu",
+        "quantity(node.metadata.?labels[?'size'].orValue('1'))",  # invalid sizes fail
+    ]
+)
+POD_QUANTITY = st.sampled_from(
+    [
+        "podRequests.cpu",
+        "podRequests.memory",
+        "quantity('1500m')",
+        "podRequests[?'gpu'].orValue(quantity('0'))",
+    ]
+)
+NODE_NUMBER = st.sampled_from(
+    [
+        "nodeInfo.free.cpu.asApproximateFloat()",
+        "double(node.metadata.?labels[?'rank'].orValue('1'))",  # 'x' fails
+        "int(node.metadata.?labels[?'rank'].orValue('1'))",  # '2.5' and 'x' fail
+        "nodeInfo.podCount",
+        "nodeInfo.allocatable.memory.asApproximateFloat() / 1073741824.0",
+    ]
+)
+POD_NUMBER = st.sampled_from(
+    [
+        "double(pod.metadata.?labels[?'weight'].orValue('1'))",
+        "int(pod.metadata.?labels[?'rank'].orValue('3'))",
+        "podRequests.cpu.asApproximateFloat()",
+        "2.5",
+        "0.0",
+    ]
+)
+NODE_BOOL = st.sampled_from(
+    [
+        "has(node.spec.unschedulable)",
+        "node.spec.?unschedulable.orValue(false)",
+        "node.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+        "node.metadata.?labels[?'spot'].hasValue()",
+        "now < timestamp(node.metadata.?annotations[?'until'].orValue('2100-01-01T00:00:00Z'))",
+    ]
+)
+POD_BOOL = st.sampled_from(
+    [
+        "pod.metadata.?labels[?'critical'].orValue('') == 'true'",
+        "has(pod.metadata.labels.critical)",
+        "pod.metadata.labels.critical == 'true'",  # an error without the label
+    ]
+)
+
+
+def atoms() -> st.SearchStrategy[str]:
+    compare = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
+    return st.one_of(
+        NODE_BOOL,
+        POD_BOOL,
+        st.builds(
+            lambda a, b, op: f"{a} {op} {b}", NODE_STR, POD_STR, st.sampled_from(["==", "!="])
+        ),
+        st.builds(
+            lambda a, b, op: f"{b} {op} {a}", NODE_STR, POD_STR, st.sampled_from(["==", "!="])
+        ),
+        st.builds(
+            lambda a, b, op: f"{a}.compareTo({b}) {op} 0", NODE_QUANTITY, POD_QUANTITY, compare
+        ),
+        st.builds(lambda a, b: f"{a}.isGreaterThan({b})", NODE_QUANTITY, POD_QUANTITY),
+        st.builds(lambda a, b: f"{b}.isLessThan({a})", NODE_QUANTITY, POD_QUANTITY),
+        st.builds(lambda a, b, op: f"{a} {op} {b}", NODE_NUMBER, POD_NUMBER, compare),
+        st.builds(lambda a: f"{a} in node.metadata.?labels.orValue({{}})", POD_STR),
+        st.builds(lambda a: f"{a} in ['a', 'b', pod.metadata.name]", NODE_STR),
+        st.builds(lambda a: f"{a} in node.metadata.?annotations.orValue({{}})", POD_STR),
+    )
+
+
+def bools() -> st.SearchStrategy[str]:
+    return st.recursive(
+        atoms(),
+        lambda inner: st.one_of(
+            st.builds(lambda a: f"!({a})", inner),
+            st.builds(lambda a, b: f"({a}) && ({b})", inner, inner),
+            st.builds(lambda a, b: f"({a}) || ({b})", inner, inner),
+            st.builds(lambda a, b, c: f"({a}) ? ({b}) : ({c})", inner, inner, inner),
+        ),
+        max_leaves=4,
+    )
+
+
+def numbers() -> st.SearchStrategy[str]:
+    return st.one_of(
+        NODE_NUMBER,
+        st.builds(
+            lambda b, x, y: f"({b}) ? {x} : {y}",
+            bools(),
+            st.sampled_from(["10", "7", "-3"]),
+            st.sampled_from(["0", "4", "12"]),
+        ),
+        st.builds(lambda b, x: f"({b}) ? 10.0 : {x}", bools(), POD_NUMBER),
+        st.builds(lambda b: f"({b}) ? 10 : 0.5", bools()),  # int or double by row
+        st.builds(
+            lambda a, b, op: f"{a} {op} {b}",
+            NODE_NUMBER,
+            POD_NUMBER,
+            st.sampled_from(["*", "/", "+", "-"]),
+        ),
+        st.builds(lambda a, b: f"{a} / {b}", POD_NUMBER, NODE_NUMBER),
+        st.builds(lambda a: f"{a}.asApproximateFloat() / 1000000000.0", NODE_QUANTITY),
+    )
+
+
+MESSAGE = st.one_of(
+    st.fixed_dictionaries({"message": st.sampled_from(["no", "not this one"])}),
+    st.fixed_dictionaries(
+        {
+            "messageExpression": st.sampled_from(
+                [
+                    "'pod ' + pod.metadata.name",
+                    "'node ' + node.metadata.name",
+                    "node.metadata.?labels[?'zone'].orValue('')",  # '' falls back
+                ]
+            )
+        }
+    ),
+    st.just({}),
+)
+FILTER = st.builds(
+    lambda rule, message: {**rule, **message},
+    st.fixed_dictionaries(
+        {"expression": bools()},
+        optional={
+            "failurePolicy": st.sampled_from(["Fail", "Ignore"]),
+            "mode": st.sampled_from(["Enforce", "Audit"]),
+            "unresolvable": st.booleans(),
+        },
+    ),
+    MESSAGE,
+)
+SCORE = st.fixed_dictionaries(
+    {"expression": numbers()},
+    optional={
+        "weight": st.integers(1, 5),
+        "normalize": st.sampled_from(["Clamp", "MinMax"]),
+        "mode": st.sampled_from(["Enforce", "Audit"]),
+    },
+)
+POLICY = st.fixed_dictionaries(
+    {
+        "failurePolicy": st.sampled_from(["Fail", "Ignore"]),
+        "filters": st.lists(FILTER, max_size=3),
+        "scores": st.lists(SCORE, max_size=3),
+    }
+)
+
+
+def policy_set(specs: list[dict[str, Any]]) -> PolicySet:
+    """The policies; a combination the type checker refuses (int / double) is skipped."""
+    docs = []
+    for p, spec in enumerate(specs):
+        for kind in ("filters", "scores"):
+            for r, rule in enumerate(spec[kind]):
+                rule["name"] = f"{kind[0]}{r}"
+        docs.append(
+            {
+                "apiVersion": "policyext.io/v1alpha1",
+                "kind": "SchedulingPolicy",
+                "metadata": {"name": f"p{p}"},
+                "spec": spec,
+            }
+        )
+    try:
+        return load_policy_texts({f"p{i}.json": json.dumps(d) for i, d in enumerate(docs)})
+    except PolicyError:
+        assume(False)
+        raise
+
+
+# -- pods and nodes ----------------------------------------------------------------------
+CPU = st.sampled_from(["100m", "250m", "0.5", "2", "1500m", "1", "0.25", "4", "2000m", "3"])
+MEMORY = st.sampled_from(["512Mi", "1G", "1Gi", "1024Mi", "2G", "1000M"])
+ZONE = st.sampled_from(["a", "b", ""])
+LABEL_VALUES = {
+    "zone": ZONE,
+    "tier": st.sampled_from(["gold", "none"]),
+    "size": st.sampled_from(["2", "500m", "1Gi", "huge"]),
+    "rank": st.sampled_from(["1", "5", "2.5", "x", "9007199254740993"]),
+    "spot": st.just("true"),
+    "critical": st.sampled_from(["true", "false"]),
+    "weight": st.sampled_from(["0.5", "2", "x", "1e308", "nan"]),
+}
+
+
+def labels(keys: list[str]) -> st.SearchStrategy[dict[str, str]]:
+    return st.fixed_dictionaries({}, optional={k: LABEL_VALUES[k] for k in keys})
+
+
+def pods() -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda name, lab, ann, cpu, mem, gpu: {
+            "metadata": {"name": name, "namespace": "default", "labels": lab, "annotations": ann},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "resources": {"requests": {"cpu": cpu, "memory": mem, **gpu}},
+                    }
+                ]
+            },
+        },
+        st.sampled_from(["web", "a", "b"]),
+        labels(["zone", "critical", "weight", "rank"]),
+        st.fixed_dictionaries({}, optional={"tier": st.sampled_from(["gold", "none"])}),
+        CPU,
+        MEMORY,
+        st.sampled_from([{}, {"gpu": "1"}]),
+    )
+
+
+def nodes() -> st.SearchStrategy[list[tuple[dict[str, Any], list[str]]]]:
+    node = st.builds(
+        lambda lab, ann, cpu, mem, ready, unsched, bound: (
+            {
+                "metadata": {"labels": lab, "annotations": ann, "resourceVersion": "1"},
+                "spec": {"unschedulable": True} if unsched else {},
+                "status": {
+                    "allocatable": {"cpu": cpu, "memory": mem},
+                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                },
+            },
+            bound,
+        ),
+        labels(["zone", "tier", "size", "rank", "spot"]),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "until": st.sampled_from(["2000-01-01T00:00:00Z", "2100-01-01T00:00:00Z", "soon"]),
+                "zone": ZONE,
+            },
+        ),
+        CPU,
+        MEMORY,
+        st.booleans(),
+        st.booleans(),
+        st.lists(CPU, max_size=3),
+    )
+    return st.lists(node, min_size=1, max_size=7)
+
+
+def snapshot(
+    made: list[tuple[dict[str, Any], list[str]]],
+) -> tuple[SnapshotSource, list[dict[str, Any]]]:
+    objects: list[dict[str, Any]] = []
+    for i, (node, bound) in enumerate(made):
+        node["metadata"]["name"] = f"n{i}"
+        objects.append({"kind": "Node", **node})
+        for j, cpu in enumerate(bound):
+            objects.append(
+                {
+                    "kind": "Pod",
+                    "metadata": {"name": f"n{i}-{j}", "namespace": "default", "uid": f"{i}-{j}"},
+                    "spec": {
+                        "nodeName": f"n{i}",
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+                    },
+                    "status": {"phase": "Succeeded" if j == 2 else "Running"},
+                }
+            )
+    source = SnapshotSource(objects)
+    return source, [source.nodes[f"n{i}"] for i in range(len(made))]
+
+
+def picture(ev: Evaluation) -> object:
+    """Everything an evaluation says, in comparable form."""
+    return (
+        [
+            (
+                v.name,
+                v.feasible,
+                v.unresolvable,
+                tuple(v.rejections),
+                tuple(v.audits),
+                tuple(v.skipped),
+                tuple(v.scores),
+                v.score,
+            )
+            for v in ev.nodes
+        ],
+        ev.rejected(),
+        ev.feasible_names(),
+        ev.final_scores(),
+        ev.errors,
+        ev.score_errors,
+        ev.tally(),
+    )
+
+
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@SETTINGS
+@given(st.lists(POLICY, min_size=1, max_size=2), st.lists(pods(), min_size=1, max_size=3), nodes())
+def test_the_column_evaluator_agrees_with_the_per_node_evaluator_on_every_node(
+    specs: list[dict[str, Any]], the_pods: list[dict[str, Any]], made: list[Any]
+) -> None:
+    policies = policy_set(specs)
+    source, node_list = snapshot(made)
+    names = [n["metadata"]["name"] for n in node_list]
+    for pod in the_pods:  # several pods: node values kept from one call to the next
+        for filters, scores, detail in (
+            (True, True, True),
+            (True, False, False),
+            (False, True, False),
+        ):
+            kwargs: dict[str, Any] = {"filters": filters, "scores": scores, "detail": detail}
+            exact = prepare(policies, pod, source, NOW).evaluate(node_list, columns=False, **kwargs)
+            by_names = prepare(policies, pod, source, NOW).evaluate(
+                node_list, names=names, cache_nodes=True, **kwargs
+            )
+            in_request = prepare(policies, pod, source, NOW).evaluate(node_list, **kwargs)
+            assert picture(by_names) == picture(exact)
+            assert picture(in_request) == picture(exact)
+
+
+@SETTINGS
+@given(POLICY, pods(), nodes(), st.sampled_from([40, 120, 400]))
+def test_the_column_evaluator_agrees_when_the_cost_budget_runs_out(
+    spec: dict[str, Any], pod: dict[str, Any], made: list[Any], budget: int
+) -> None:
+    policies = policy_set([spec])
+    source, node_list = snapshot(made)
+    names = [n["metadata"]["name"] for n in node_list]
+    exact = evaluate(policies, pod, node_list, source, NOW, budget=budget, columns=False)
+    for _ in range(2):
+        by_columns = prepare(policies, pod, source, NOW, budget).evaluate(
+            node_list, names=names, cache_nodes=True
+        )
+        assert picture(by_columns) == picture(exact)
+
+
+CPU_FITS = """
+filters:
+- {name: cpu-fits, expression: "nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0"}
+"""
+
+
+def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    policy_set = policies(policy("p", CPU_FITS))
+    source = SnapshotSource(
+        [{"kind": "Node", **node(n, cpu=c)} for n, c in [("a", "1"), ("b", "2"), ("c", "4")]]
+    )
+    nodes = [source.nodes[n] for n in "abc"]
+
+    def run(cpu: str) -> Evaluation:
+        prepared = prepare(policy_set, make_pod(cpu=cpu), source, NOW)
+        return prepared.evaluate(nodes, names=list("abc"), cache_nodes=True)
+
+    first, second = run("1500m"), run("3")
+    assert first.feasible_names() == ["b", "c"]
+    assert second.feasible_names() == ["c"]
+    assert first.evaluations == 1 + 3  # the pod's request, each node's allocatable CPU
+    assert second.evaluations == 1  # the pod's request only: the nodes' column is kept
+
+    changed = node("b", cpu="8")
+    changed["metadata"]["resourceVersion"] = "2"
+    source.nodes["b"] = changed
+    source._keys[id(changed)] = "b@2"
+    source._info.pop("b")  # what a source does when a node changes
+    nodes[1] = changed
+    third = run("3")
+    assert third.feasible_names() == ["b", "c"]
+    assert third.evaluations == 1 + 1  # only the node that changed is read again
