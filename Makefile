@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit chart conformance e2e e2e-binaries bench bench-throughput reliability clean
+.PHONY: run test lint typecheck layers unit chart conformance cel-schema e2e e2e-binaries bench bench-throughput reliability clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ chart: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/python -m tests.cel.conformance
+
+# the types of `pod` and `node` (policyext/cel/schemas/kubernetes.json), regenerated from the
+# OpenAPI description of the pinned Kubernetes release, fetched with the machine's Go from
+# the module proxy (tests/cel/kubernetes_schema.py names the release)
+cel-schema: $(STAMP)
+	$(BIN)/python -m tests.cel.kubernetes_schema
 
 # the real control plane (etcd, kube-apiserver, kube-scheduler) is built from the Go module
 # proxy with the machine's Go on first use and cached outside the repository (~15 min once)

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # does not import the web stack
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 DEFAULT_REQUEST_DEADLINE = 3.0
+DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
+# server/worker.py READ_TIMEOUT
+DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
 
 
@@ -59,6 +62,9 @@ class Settings:
     tls_client_ca: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    # Events on pods about Audit findings, per worker and second (0: none); needs a cluster
+    audit_events_per_second: float = DEFAULT_AUDIT_EVENTS_PER_SECOND
 
     def __post_init__(self) -> None:
         for flag, count in (
@@ -70,10 +76,17 @@ class Settings:
                 raise SettingsError(
                     f"{flag} must be a whole number of at least 1, got {count}", usage=True
                 )
-        if not 0 < self.request_deadline < float("inf"):
+        for flag, seconds in (
+            ("--request-deadline", self.request_deadline),
+            ("--read-timeout", self.read_timeout),
+        ):
+            if not 0 < seconds < float("inf"):
+                raise SettingsError(
+                    f"{flag} must be a positive number of seconds, got {seconds}", usage=True
+                )
+        if not 0 <= self.audit_events_per_second < float("inf"):
             raise SettingsError(
-                f"--request-deadline must be a positive number of seconds, "
-                f"got {self.request_deadline}",
+                f"--audit-events-per-second must be 0 or more, got {self.audit_events_per_second}",
                 usage=True,
             )
         if bool(self.tls_cert) != bool(self.tls_key):
@@ -132,6 +145,14 @@ def seconds(text: str, flag: str) -> float:
         raise SettingsError(
             f"{flag} must be a positive number of seconds, got {text!r}", usage=True
         ) from None
+
+
+def number(text: str, flag: str) -> float:
+    """A number given as text (0 allowed)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise SettingsError(f"{flag} must be a number, got {text!r}", usage=True) from None
 
 
 def preflight(settings: Settings) -> list[Issue] | None:

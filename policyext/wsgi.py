@@ -13,13 +13,13 @@ import socket
 import sys
 from typing import Any
 
-import orjson
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
 from gunicorn.util import write_nonblock
 from prometheus_client import multiprocess
 
+from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_client
@@ -27,11 +27,12 @@ from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.resources import NodeSource
+from policyext.policy.compile import PolicySet
+from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
-from policyext.server.metrics import Metrics
+from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
-from policyext.server.worker import LingeringThreadWorker
+from policyext.server.worker import FramingThreadWorker, json_refusal
 from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
@@ -51,7 +52,10 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger("policyext")
     if not root.handlers:
         err = logging.StreamHandler(sys.stderr)
-        err.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # the pid, as gunicorn's own lines show it: each worker loads and reloads on its own
+        err.setFormatter(
+            logging.Formatter("%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+        )
         root.addHandler(err)
     root.setLevel(numeric)
 
@@ -61,12 +65,13 @@ def build_app(settings: Settings) -> Flask:
     configure_logging(settings.log_level)
     store = PolicyStore()
     metrics = Metrics()
-    store.subscribe(lambda status: _reloaded(metrics, status))
-    source: NodeSource | None = None
+    store.subscribe(lambda status: _reloaded(metrics, status, store.current))
+    source: LiveNodeSource | None = None
     if settings.snapshot:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
+    audits: AuditEvents | None = None
     api = api_client(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
@@ -75,6 +80,9 @@ def build_app(settings: Settings) -> Flask:
         metrics.watch_caches(live)
         source = live
         binder = ClusterBinder(api, live)
+        if settings.audit_events_per_second > 0:
+            audits = AuditEvents(api, socket.gethostname(), settings.audit_events_per_second)
+            metrics.watch_audit_events(audits)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
@@ -98,7 +106,7 @@ def build_app(settings: Settings) -> Flask:
         max_body=settings.max_body,
         request_deadline=settings.request_deadline,
     )
-    app = create_app(store, source, binder, metrics, options)
+    app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
     # collector from walking them on every collection (they are most of the heap)
     gc.collect()
@@ -106,10 +114,17 @@ def build_app(settings: Settings) -> Flask:
     return app
 
 
-def _reloaded(metrics: Metrics, status: ReloadStatus) -> None:
+def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:
     metrics.reloaded(status.ok, status.at)
+    metrics.set_policy(serving)
     if status.ok:
         log.info("serving policy version %s from %s", status.version, status.source)
+        if not serving.policies:
+            log.warning(
+                "the policy set from %s is empty: every node passes the filters and every"
+                " score is 0 (policyext_policies_loaded is 0)",
+                status.source,
+            )
         return
     log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
     for issue in status.issues:
@@ -133,11 +148,11 @@ _REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
 )
 
 
-class JsonErrorWorker(LingeringThreadWorker):
-    """gunicorn's gthread worker (with server/worker.py's shortcut between the calls of a
-    kept-alive connection), whose refusals of malformed HTTP (a request line or
-    headers over the limits, a bad header) are JSON errors like the application's, not
-    gunicorn's HTML page."""
+class JsonErrorWorker(FramingThreadWorker):
+    """gunicorn's gthread worker, reading requests whole in its event loop
+    (server/worker.py), whose refusals of malformed HTTP (a request line or headers over
+    the limits, a bad header) are JSON errors like the application's, not gunicorn's HTML
+    page."""
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
@@ -145,14 +160,10 @@ class JsonErrorWorker(LingeringThreadWorker):
             super().handle_error(req, client, addr, exc)
             return
         _, status, reason = refused
+        count_refused(self.wsgi, status)
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
-        body = orjson.dumps({"error": f"{reason.lower()}: {exc}", "status": status})
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
         try:
-            write_nonblock(client, head.encode("latin-1") + body)
+            write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
         except OSError:
             self.log.debug("Failed to send error message.")
 
@@ -169,7 +180,12 @@ class Server(BaseApplication):  # type: ignore[misc]
         config: dict[str, Any] = {
             "bind": [s.bind],
             "workers": s.workers,
-            "worker_class": JsonErrorWorker,  # gthread: see server/worker.py
+            # gthread reading requests whole before a thread sees them: server/worker.py
+            "worker_class": type(
+                "PolicyextWorker",
+                (JsonErrorWorker,),
+                {"read_timeout": s.read_timeout, "max_body": s.max_body},
+            ),
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,

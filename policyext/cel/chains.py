@@ -11,21 +11,18 @@ the whole chain an empty optional, as cel-go treats the qualifiers after an opti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
-from policyext.cel.code import ABSENT, OPTIONAL_KIND, Activation, Code, Fn, constant
+from policyext.cel.code import ABSENT, Activation, Code, Fn, constant
 from policyext.cel.errors import CELEvalError
 from policyext.cel.values import OPTIONAL_NONE, Optional
 
-if TYPE_CHECKING:
-    from policyext.cel.compiler import Compiler
+# one step of a chain: (is a field selection, the field or key, is optional)
+Step = tuple[bool, str, bool]
 
 _FAST_ERRORS: Final = (KeyError, TypeError, IndexError)
-_NOT_SELECTABLE: Final = frozenset(
-    ("int", "uint", "double", "string", "bytes", "bool", "null_type", "list")
-)
 
 
 def is_chain_step(node: ast.Node) -> bool:
@@ -41,30 +38,8 @@ def is_chain_step(node: ast.Node) -> bool:
     )
 
 
-def compile_chain(compiler: Compiler, node: ast.Node) -> Code:
-    # (is_field, key, optional) from the innermost step outwards
-    steps: list[tuple[bool, str, bool]] = []
-    while is_chain_step(node):
-        if isinstance(node, ast.Select):
-            if not node.optional:
-                name = compiler.qualified(node)
-                if name is not None and compiler.resolve_dotted(name) is not None:
-                    break
-            steps.append((True, node.field, node.optional))
-            node = node.operand
-        else:
-            assert isinstance(node, ast.Call)
-            key = node.args[1]
-            assert isinstance(key, ast.Literal)
-            steps.append((False, str(key.value), node.function == "_[?_]"))
-            node = node.args[0]
-    steps.reverse()
-    base = compiler.chain_root(node)
-    if isinstance(node, ast.Ident) and compiler.is_global(node.name):
-        compiler.selections.add((node.name, steps[0][1]))
-        compiler.paths.add((node.name, *(key for _, key, _ in steps)))
-    if compiler.check and base.type in _NOT_SELECTABLE:
-        raise compiler.error(f"type '{base.type}' does not support field selection", node)
+def compile_chain(base: Code, steps: list[Step]) -> Code:
+    """The chain of `steps` (innermost first) over `base`."""
     cost = base.cost + len(steps)
     first_optional = next((i for i, step in enumerate(steps) if step[2]), None)
     slow = _replay(base.fn, steps)
@@ -79,16 +54,16 @@ def compile_chain(compiler: Compiler, node: ast.Node) -> Code:
             v = walk(a)
             return OPTIONAL_NONE if v is ABSENT else Optional(v)
 
-        code = Code(wrap, OPTIONAL_KIND, cost=cost, walk=walk)
+        code = Code(wrap, cost=cost, walk=walk)
     if base.const:
         try:  # a chain over a constant map is a constant (errors stay runtime errors)
-            return constant(code.fn({}), code.type)
+            return constant(code.fn({}))
         except CELEvalError:
             pass
     return code
 
 
-def _replay(base: Fn, steps: list[tuple[bool, str, bool]]) -> Fn:
+def _replay(base: Fn, steps: list[Step]) -> Fn:
     """The chain with the exact CEL semantics, step by step."""
 
     def slow(a: Activation) -> object:
@@ -167,9 +142,7 @@ def _strict_from_root(root: str, keys: list[str], slow: Fn) -> Fn:
     return chain
 
 
-def _optional_walk(
-    base: Fn, steps: list[tuple[bool, str, bool]], first_optional: int, slow: Fn
-) -> Fn:
+def _optional_walk(base: Fn, steps: list[Step], first_optional: int, slow: Fn) -> Fn:
     strict_keys = [k for _, k, _ in steps[:first_optional]]
     optional_keys = [k for _, k, _ in steps[first_optional:]]
 

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policyext.cel.errors import CostLimitExceeded
-from policyext.cel.functions import DYN
-from policyext.cel.values import OPTIONAL_NONE, UInt
+from policyext.cel.values import OPTIONAL_NONE
 
 Activation = dict[Any, Any]
 Fn = Callable[[Activation], Any]
@@ -19,23 +18,13 @@ __all__ = ["OPTIONAL_NONE"]
 # The meter is a list [units used, budget].
 COST: Final = object()
 
-LITERAL_TYPES: Final = {
-    type(None): "null_type",
-    bool: "bool",
-    int: "int",
-    UInt: "uint",
-    float: "double",
-    str: "string",
-    bytes: "bytes",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Code:
-    """A compiled node: its closure, its static type, and its value when constant."""
+    """A compiled node: its closure, and its value when constant (its static type is the
+    checker's)."""
 
     fn: Fn
-    type: str = DYN
     const: bool = False
     value: object = None
     cost: int = 1  # static cost of one evaluation, loops excluded (they charge as they run)
@@ -49,17 +38,10 @@ class Code:
 
 # what a `walk` returns for an empty optional
 ABSENT: Final = object()
-OPTIONAL_KIND: Final = "optional_type"
 
 
-def constant(value: object, type_: str | None = None) -> Code:
-    return Code(
-        lambda _a: value,
-        type_ or LITERAL_TYPES.get(type(value), DYN),
-        const=True,
-        value=value,
-        cost=0,
-    )
+def constant(value: object) -> Code:
+    return Code(lambda _a: value, const=True, value=value, cost=0)
 
 
 def charge(activation: Activation, units: int) -> None:

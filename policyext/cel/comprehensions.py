@@ -10,49 +10,24 @@ to the evaluation's cost meter.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
 from policyext.cel.code import COST, Activation, Code, Fn
-from policyext.cel.errors import CELEvalError, CostLimitExceeded, no_such_overload
-from policyext.cel.values import Optional, map_get
-
-if TYPE_CHECKING:
-    from policyext.cel.compiler import Compiler
+from policyext.cel.errors import CELEvalError, CostLimitExceeded
+from policyext.cel.values import Optional, map_get, no_such_overload
 
 _UNSET: Final = object()
 
 
-def compile_comprehension(compiler: Compiler, node: ast.Comprehension) -> Code:
-    target = compiler.compile(node.target)
-    names = [node.var] + ([node.var2] if node.var2 else [])
-    loop = None if node.kind in ("bind", "optMap", "optFlatMap") else node
-    bodies = [compiler.with_locals(names, arg, loop) for arg in node.args]
-    builder = _BUILDERS.get(node.kind)
-    if builder is None:
-        raise compiler.error(f"unknown macro {node.kind}", node)
+def compile_comprehension(node: ast.Comprehension, target: Code, bodies: list[Code]) -> Code:
+    """The macro's loop over the compiled target, with its compiled bodies."""
+    builder = _BUILDERS[node.kind]  # the checker refused any other kind
     body_cost = sum(b.cost for b in bodies) + 1
     fn = builder(target.fn, node.var, node.var2, [b.fn for b in bodies], body_cost, COST)
-    result = _RESULT_TYPES.get(node.kind, "dyn")
-    if node.kind == "bind":
-        result = bodies[0].type
-    return Code(fn, result, cost=target.cost + body_cost)
+    return Code(fn, cost=target.cost + body_cost)
 
-
-_RESULT_TYPES: Final = {
-    "all": "bool",
-    "exists": "bool",
-    "exists_one": "bool",
-    "map": "list",
-    "filter": "list",
-    "transformList": "list",
-    "transformMap": "map",
-    "transformMapEntry": "map",
-    "sortBy": "list",
-    "optMap": "optional_type",
-    "optFlatMap": "optional_type",
-}
 
 Builder = Callable[[Fn, str, "str | None", list[Fn], int, object], Fn]
 

@@ -37,11 +37,3 @@ class CELEvalError(CELError):
 
 class CostLimitExceeded(CELEvalError):
     """The evaluation used more than its cost budget."""
-
-
-def no_such_overload(name: str, *args: object) -> CELEvalError:
-    """The error of a function applied to arguments of types it does not accept."""
-    from policyext.cel.values import type_name  # noqa: PLC0415 - values imports errors
-
-    kinds = ", ".join(type_name(a) for a in args)
-    return CELEvalError(f"no such overload: {name}({kinds})")

@@ -39,6 +39,9 @@ class Overload:
     result: str = DYN
     cost: CostFn | None = None
     receiver: type | None = None  # for members: the target type; None: any target
+    # the kinds each argument may have, checked where the argument's type is known
+    # statically: "string", "int|uint|double"; None: not declared (anything goes)
+    params: tuple[str, ...] | None = None
 
 
 @dataclass(eq=False)
@@ -50,12 +53,18 @@ class Library:
     members: list[Overload] = field(default_factory=list)
 
     def function(
-        self, name: str, arity: int | None, *, result: str = DYN, cost: CostFn | None = None
+        self,
+        name: str,
+        arity: int | None,
+        *,
+        result: str = DYN,
+        cost: CostFn | None = None,
+        params: tuple[str, ...] | None = None,
     ) -> Callable[[Impl], Impl]:
         """Declare a global function: `@lib.function("quantity", 1, result="Quantity")`."""
 
         def register(impl: Impl) -> Impl:
-            self.globals.append(Overload(name, arity, impl, result, cost))
+            self.globals.append(Overload(name, arity, impl, result, cost, params=params))
             return impl
 
         return register
@@ -68,6 +77,7 @@ class Library:
         receiver: type | tuple[type, ...] | None,
         result: str = DYN,
         cost: CostFn | None = None,
+        params: tuple[str, ...] | None = None,
     ) -> Callable[[Impl], Impl]:
         """Declare a member function, called as `target.name(args)`; `arity` excludes the
         target. `receiver` is the Python type (or types) of the target it serves."""
@@ -81,7 +91,7 @@ class Library:
             else:
                 receivers = (receiver,)
             for r in receivers:
-                self.members.append(Overload(name, arity, impl, result, cost, r))
+                self.members.append(Overload(name, arity, impl, result, cost, r, params))
             return impl
 
         return register

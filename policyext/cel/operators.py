@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.values import (
     INT64_MAX,
     INT64_MIN,
@@ -22,6 +22,7 @@ from policyext.cel.values import (
     UInt,
     cel_equals,
     map_get,
+    no_such_overload,
     type_name,
 )
 

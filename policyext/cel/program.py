@@ -7,12 +7,15 @@ from functools import lru_cache
 from typing import Final
 
 from policyext.cel import ast
+from policyext.cel.celtypes import Type
+from policyext.cel.checker import Checker
 from policyext.cel.code import COST
-from policyext.cel.compiler import Compiler, Limits
 from policyext.cel.errors import CELCheckError, CELError, CELEvalError
 from policyext.cel.functions import FunctionTable, Library, merge_libraries
 from policyext.cel.lib import KUBERNETES_LIBRARIES
+from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
+from policyext.cel.planner import Planner
 
 DEFAULT_LIMITS: Final = Limits()
 
@@ -32,17 +35,20 @@ class Program:
         "result_type",
         "selections",
         "source",
+        "type",
     )
 
     def __init__(
         self,
         source: str,
-        compiler: Compiler,
+        compiler: Planner,
         fn: object,
-        result_type: str,
+        type_: Type,
     ) -> None:
         self.source = source
-        self.result_type = result_type
+        # the static type of the result (`list(string)`, `bool`, `dyn`...) and its kind
+        self.type = type_
+        self.result_type = type_.kind
         self.limits = compiler.limits
         # the root variables the expression reads, and the (variable, field) pairs it selects
         self.references: frozenset[str] = frozenset(compiler.references)
@@ -103,18 +109,19 @@ def _table(libraries: tuple[Library, ...]) -> FunctionTable:
 
 def compile(
     source: str,
-    variables: Mapping[str, str] | None = None,
+    variables: Mapping[str, str | Type] | None = None,
     *,
     limits: Limits | None = None,
     check: bool = True,
     libraries: Sequence[Library] | None = None,
+    homogeneous: bool = True,
 ) -> Program:
     """Parse, check and compile a CEL expression.
 
-    `variables` declares the names the expression may use, each with a type name (`"dyn"`
-    when unknown). With `check=False` (cel-spec's disable_check) undeclared names are not
-    compile errors but evaluation errors. Raises CELSyntaxError or CELCheckError, with the
-    line and column of the problem.
+    `variables` declares the names the expression may use, each with its type: a `Type` or
+    a type name (`"dyn"` when unknown). With `check=False` (cel-spec's disable_check)
+    undeclared names are not compile errors but evaluation errors. Raises CELSyntaxError or
+    CELCheckError, with the line and column of the problem.
     """
     limits = limits or DEFAULT_LIMITS
     if len(source) > limits.max_source_length:
@@ -122,25 +129,37 @@ def compile(
             f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
         )
     tree = parse(source, limits.max_nesting_depth)
-    return compile_tree(tree, source, variables, limits=limits, check=check, libraries=libraries)
+    return compile_tree(
+        tree,
+        source,
+        variables,
+        limits=limits,
+        check=check,
+        libraries=libraries,
+        homogeneous=homogeneous,
+    )
 
 
 def compile_tree(
     tree: ast.Node,
     source: str,
-    variables: Mapping[str, str] | None = None,
+    variables: Mapping[str, str | Type] | None = None,
     *,
     limits: Limits | None = None,
     check: bool = True,
     libraries: Sequence[Library] | None = None,
+    homogeneous: bool = True,
 ) -> Program:
     """Compile a parsed (or rewritten, see `partial`) expression; `source` is the text its
     offsets point into, for error positions."""
     limits = limits or DEFAULT_LIMITS
     table = _table(tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES)
-    compiler = Compiler(source, variables or {}, table, limits, check=check)
+    declared = variables or {}
     try:
-        code = compiler.compile(tree)
+        checker = Checker(source, declared, table, limits, check=check, homogeneous=homogeneous)
+        checked = checker.run(tree)
+        planner = Planner(checked, declared, table, limits)
+        code = planner.compile(tree)
     except RecursionError:
         raise CELCheckError("expression nested too deeply to compile") from None
-    return Program(source, compiler, code.fn, code.type)
+    return Program(source, planner, code.fn, checked.type)

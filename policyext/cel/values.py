@@ -227,6 +227,21 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
+def kind_of_class(cls: type) -> str:
+    """The CEL type name of the values of a Python class (`str` -> `string`)."""
+    name = _TYPE_NAMES.get(cls)
+    if name is not None:
+        return name
+    declared = getattr(cls, "cel_type_name", None)
+    return declared if isinstance(declared, str) else cls.__name__
+
+
+def no_such_overload(name: str, *args: object) -> CELEvalError:
+    """The error of a function applied to arguments of types it does not accept."""
+    kinds = ", ".join(type_name(a) for a in args)
+    return CELEvalError(f"no such overload: {name}({kinds})")
+
+
 def cel_type_of(value: object) -> CELType:
     return CELType(type_name(value))
 

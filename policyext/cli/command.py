@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from policyext.cli import config, serve, simulate, test, validate
-from policyext.cli.flags import EXIT_OK, EXIT_USAGE
+from policyext.cli import config, evaluate, serve, simulate, test, validate
+from policyext.cli.flags import EXIT_OK, EXIT_USAGE, gather_stray_paths
 
-COMMANDS = (validate, simulate, test, serve, config)
+COMMANDS = (validate, simulate, test, serve, config, evaluate)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -22,15 +23,27 @@ def parser() -> argparse.ArgumentParser:
         prog="policyext",
         description="A Kubernetes scheduler extender driven by declarative CEL policies.",
     )
+    top.add_argument("--version", action="version", version=f"policyext {version()}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(commands)
     return top
 
 
+def version() -> str:
+    """The installed package's version (setup.cfg's)."""
+    try:
+        return metadata.version("policyext")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     top = parser()
-    args = top.parse_args(argv)
+    args, extra = top.parse_known_args(argv)
+    unplaced = gather_stray_paths(args, extra)
+    if unplaced is not None:
+        top.error(f"unrecognized arguments: {unplaced}")
     if not getattr(args, "command", None):
         top.print_help(sys.stderr)
         return EXIT_USAGE

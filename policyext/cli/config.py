@@ -4,33 +4,79 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
-from policyext.cli.flags import EXIT_OK, Commands, fail
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, fail
 
 
 def register(commands: Commands) -> None:
     parser = commands.add_parser(
-        "config", help="print the KubeSchedulerConfiguration extenders: block for this extender"
+        "config",
+        help="print the KubeSchedulerConfiguration extenders: block for this extender "
+        "(with --scheduler-name: a whole configuration for a second scheduler)",
     )
-    parser.add_argument("--url", default="http://127.0.0.1:8888", help="where the extender is")
+    parser.add_argument(
+        "--url", default="http://127.0.0.1:8888", help="where the extender is (http or https)"
+    )
     parser.add_argument("--url-prefix", default="", metavar="P")
     parser.add_argument("--weight", type=int, default=1, help="multiplies our 0..10 scores")
-    parser.add_argument("--timeout", default="5s", help="httpTimeout")
+    parser.add_argument(
+        "--timeout", default="5s", metavar="DURATION", help="httpTimeout: 5s, 1500ms, 1m30s"
+    )
     parser.add_argument("--bind", action="store_true", help="let the extender bind pods")
     parser.add_argument("--no-preempt", action="store_true", help="leave out preemptVerb")
     parser.add_argument("--ignorable", action="store_true", help="schedule on if unreachable")
-    parser.add_argument("--ca-file", help="tlsConfig.caFile (https URLs)")
+    parser.add_argument("--ca-file", help="tlsConfig.caFile (https URLs only)")
     parser.add_argument("--cert-file", help="tlsConfig.certFile (client certificate, mTLS)")
-    parser.add_argument("--key-file", help="tlsConfig.keyFile")
+    parser.add_argument("--key-file", help="tlsConfig.keyFile (with --cert-file)")
     parser.add_argument("--server-name", help="tlsConfig.serverName")
     parser.add_argument(
-        "--scheduler-name", help="print a whole KubeSchedulerConfiguration with this profile"
+        "--scheduler-name",
+        help="print a whole KubeSchedulerConfiguration: one profile of this name, leader "
+        "election off",
     )
     parser.set_defaults(run=run)
+
+
+# a Go duration as time.ParseDuration reads it, with a unit on every number ("0" alone,
+# which Go also takes, means no timeout at all to kube-scheduler's reader: refused too)
+GO_DURATION = re.compile(r"^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+$")
+TLS_FLAGS = ("--ca-file", "--cert-file", "--key-file", "--server-name")
+
+
+def problems(args: argparse.Namespace) -> list[str]:
+    """Every flag kube-scheduler would refuse, or read otherwise than meant."""
+    found: list[str] = []
+    if args.weight < 1:
+        found.append("--weight must be at least 1 (kube-scheduler requires it with prioritize)")
+    if not GO_DURATION.match(args.timeout) or not _positive_duration(args.timeout):
+        found.append(
+            f"--timeout must be a positive duration with its unit, as 5s, 1500ms or 1m30s; "
+            f"got {args.timeout!r}"
+        )
+    url = urlsplit(args.url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        found.append(f"--url must be an http:// or https:// URL with a host; got {args.url!r}")
+    elif url.query or url.fragment:
+        found.append(f"--url takes no query or fragment (the verbs follow it); got {args.url!r}")
+    elif url.scheme == "http":
+        given = [flag for flag in TLS_FLAGS if getattr(args, flag[2:].replace("-", "_"))]
+        if given:
+            found.append(
+                f"{', '.join(given)} configure TLS, but --url is http://: use an https:// URL"
+            )
+    if bool(args.cert_file) != bool(args.key_file):
+        found.append("--cert-file and --key-file go together")
+    return found
+
+
+def _positive_duration(text: str) -> bool:
+    return any(digit in "123456789" for digit in text)
 
 
 def extender_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -70,13 +116,20 @@ def extender_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.weight < 1:
-        return fail("--weight must be at least 1 (kube-scheduler requires it with prioritize)")
+    found = problems(args)
+    if found:
+        for problem in found:
+            fail(problem)
+        return EXIT_INVALID
     block: dict[str, Any] = {"extenders": [extender_config(args)]}
     if args.scheduler_name:
         block = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
+            # v1 turns leader election on by default, for the Lease kube-system/kube-scheduler
+            # that the cluster's own scheduler holds: a second scheduler would wait for ever.
+            # No clientConnection: in a pod, kube-scheduler uses its service account.
+            "leaderElection": {"leaderElect": False},
             "profiles": [{"schedulerName": args.scheduler_name}],
             **block,
         }

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TypeAlias
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -34,3 +35,55 @@ def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> Non
 
 # what `add_subparsers` returns: each command module's `register` adds its parser to it
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def split_paths(text: str) -> list[str]:
+    """`a.yaml,rules/` -> ["a.yaml", "rules/"] (empty parts dropped)."""
+    return [part for part in text.split(",") if part]
+
+
+class _Paths(argparse.Action):
+    """Adds each value, split at commas, to the list in `dest`, so that the positional
+    paths and every `--rules` end up in one list, in the order given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        given = list(getattr(namespace, self.dest, None) or [])
+        for value in [values] if isinstance(values, str) else values or []:
+            given.extend(split_paths(str(value)))
+        setattr(namespace, self.dest, given)
+
+
+def add_paths(
+    parser: argparse.ArgumentParser, flag: str | None, *, help: str, dest: str = "paths"
+) -> None:
+    """Files or folders, given the same way in every command: positional, as a repeated
+    flag (`--rules a --rules b`), comma-separated (`--rules a,b`), or any mix of these.
+    Positional paths after a flag are gathered by `main` (see `gather_stray_paths`)."""
+    parser.add_argument(dest, nargs="*", action=_Paths, metavar="PATH", help=help)
+    if flag is not None:
+        parser.add_argument(
+            flag,
+            dest=dest,
+            action=_Paths,
+            metavar="PATH",
+            help="the same as a flag: repeat it or separate paths with commas",
+        )
+    parser.set_defaults(**{dest: [], "paths_dest": dest})
+
+
+def gather_stray_paths(args: argparse.Namespace, extra: Sequence[str]) -> str | None:
+    """argparse takes a command's positional paths only before its first flag: those that
+    come later (`--pod p.yaml rules/ more/`) are left over, and belong to the same list.
+    Returns what cannot be placed, if anything."""
+    dest = getattr(args, "paths_dest", None)
+    if dest is None or any(e.startswith("-") for e in extra):
+        return " ".join(extra) or None
+    for value in extra:
+        getattr(args, dest).extend(split_paths(value))
+    return None

@@ -11,14 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from policyext.cli.output import print_issues
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
 from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
-from policyext.policy.loader import load_yaml
 from policyext.policy.model import PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import (
+    InvalidQuantity,
+    NodeSource,
+    node_allocatable,
+    pod_requests,
+)
+from policyext.policy.workloads import PodInput, WorkloadError, pods_from
 
 
 def load_rules(paths: Sequence[str]) -> PolicySet | None:
@@ -30,24 +33,52 @@ def load_rules(paths: Sequence[str]) -> PolicySet | None:
         return None
 
 
-def read_pod(path: str) -> dict[str, Any]:
+def read_pods(path: str) -> list[PodInput]:
+    """The pods a file stands for: a Pod, a workload's pod template, or a List of them."""
     try:
-        pod = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise SnapshotError(f"{path}: {e}") from None
-    if not isinstance(pod, dict):
-        raise SnapshotError(f"{path}: not a Pod object")
-    return pod
+        pods = pods_from(read_objects(Path(path)), path)
+    except WorkloadError as e:
+        raise SnapshotError(str(e)) from None
+    if not pods:
+        raise SnapshotError(f"{path}: no Pod or workload in the file")
+    for each in pods:
+        try:
+            pod_requests(each.pod)  # an invalid quantity is an error naming its field, not a 0
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{path}: {e}") from None
+    return pods
+
+
+def read_snapshot(path: str, *, no_pods: bool) -> SnapshotSource:
+    """A snapshot file; one with Nodes but no Pods is refused unless `no_pods` says an
+    empty cluster is meant: every node would look empty to `nodeInfo`."""
+    source = SnapshotSource.from_file(path)
+    if not source.pods and not no_pods:
+        raise SnapshotError(
+            f"{path}: Nodes but no Pods, so every node would look empty (nodeInfo); save the "
+            "pods too (kubectl get nodes,pods -A -o yaml), or give --no-pods if no pod runs"
+        )
+    return source
 
 
 def load_nodes(args: argparse.Namespace) -> tuple[list[dict[str, Any]], NodeSource | None]:
     """The candidate nodes of `--snapshot`, `--cluster` or `--nodes`, and the node source
     that knows their pods (none for `--nodes`)."""
     if args.snapshot or args.cluster:
-        source = cluster_snapshot(args) if args.cluster else SnapshotSource.from_file(args.snapshot)
+        source = (
+            cluster_snapshot(args)
+            if args.cluster
+            else read_snapshot(args.snapshot, no_pods=args.no_pods)
+        )
         return list(source.nodes.values()), source
     objects = read_objects(Path(args.nodes))
-    return [o for o in objects if o.get("kind", "Node") == "Node"], None
+    nodes = [o for o in objects if o.get("kind", "Node") == "Node"]
+    for node in nodes:
+        try:
+            node_allocatable(node)  # an invalid quantity is an error naming its field
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{args.nodes}: {e}") from None
+    return nodes, None
 
 
 def cluster_api(args: argparse.Namespace) -> Any:

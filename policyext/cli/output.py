@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import yaml
 
 from policyext.policy.model import Issue
+from policyext.policy.testing import TestResult
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -38,3 +39,40 @@ def emit(output: str, data: Callable[[], Any], table: Callable[[], str], out: Te
         yaml.safe_dump(data(), out, sort_keys=False)
     else:
         out.write(table())
+
+
+def issue_data(issue: Issue) -> dict[str, Any]:
+    location = issue.location
+    return {
+        "file": location.file,
+        "line": location.line,
+        "column": location.column,
+        "policy": issue.policy,
+        "rule": issue.rule,
+        "message": issue.message,
+    }
+
+
+def tests_data(results: Sequence[TestResult], issues: Sequence[Issue]) -> dict[str, Any]:
+    """`policyext test -o json`: every test and case, the totals, and the files that could
+    not be read."""
+    passed = sum(r.passed for r in results)
+    failed = sum(r.failed for r in results) + len(issues)
+    return {
+        "passed": passed,
+        "failed": failed,
+        "tests": [
+            {
+                "name": r.name,
+                "file": r.file,
+                "schedulerEmulation": r.scheduler_emulation,
+                "errors": [issue_data(i) for i in r.issues],
+                "cases": [
+                    {"name": c.name, "passed": c.passed, "differences": c.differences}
+                    for c in r.cases
+                ],
+            }
+            for r in results
+        ],
+        "errors": [issue_data(i) for i in issues],
+    }

@@ -7,13 +7,18 @@ import argparse
 import sys
 import time
 
-from policyext.cel import CELError, Timestamp
-from policyext.cel.timeutil import parse_timestamp
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail
-from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
+from policyext.cel import CELError, Timestamp, parse_timestamp
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, fail, split_paths
+from policyext.cli.inputs import (
+    cluster_api,
+    cluster_snapshot,
+    configmap_rules,
+    load_rules,
+    read_snapshot,
+)
 from policyext.cli.output import emit
 from policyext.cli.tables import whatif_table
-from policyext.cluster.snapshot import SnapshotError, SnapshotSource
+from policyext.cluster.snapshot import SnapshotError
 from policyext.policy.compile import PolicySet
 from policyext.policy.whatif import compare, is_pending, whatif_to_dict
 
@@ -21,7 +26,11 @@ from policyext.policy.whatif import compare, is_pending, whatif_to_dict
 def add_flags(parser: argparse.ArgumentParser) -> None:
     current = parser.add_mutually_exclusive_group()
     current.add_argument(
-        "--current", action="append", metavar="PATH", help="with --pending: the rules in use"
+        "--current",
+        action="extend",
+        type=split_paths,
+        metavar="PATH",
+        help="with --pending: the rules in use (repeat it or separate paths with commas)",
     )
     current.add_argument(
         "--current-configmap",
@@ -62,7 +71,7 @@ def run(args: argparse.Namespace, candidate: PolicySet) -> int:
                     return EXIT_INVALID
             source = cluster_snapshot(args, api)
         else:
-            source = SnapshotSource.from_file(args.snapshot)
+            source = read_snapshot(args.snapshot, no_pods=args.no_pods)
     except (SnapshotError, CELError) as e:
         return fail(str(e))
     assert current is not None

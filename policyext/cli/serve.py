@@ -15,14 +15,25 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Commands, fail
+from policyext.cli.flags import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Commands,
+    add_paths,
+    fail,
+    split_paths,
+)
 from policyext.cli.output import print_issues
 from policyext.settings import (
+    DEFAULT_AUDIT_EVENTS_PER_SECOND,
     DEFAULT_BIND,
     DEFAULT_MAX_BODY,
+    DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
     Settings,
     SettingsError,
+    number,
     preflight,
     seconds,
     whole_number,
@@ -35,12 +46,12 @@ def register(commands: Commands) -> None:
         help="serve the extender (gunicorn); every flag is also an environment variable",
         description="Every flag can also be set as POLICYEXT_<FLAG>, e.g. POLICYEXT_RULES.",
     )
-    _env_flag(
+    add_paths(
         parser,
         "--rules",
-        "",
-        metavar="PATH",
-        help="policy files or folders (comma-separated), reloaded when they change",
+        dest="rules",
+        help="policy files or folders, reloaded when they change [env POLICYEXT_RULES, "
+        "comma-separated]",
     )
     _env_flag(
         parser,
@@ -74,6 +85,21 @@ def register(commands: Commands) -> None:
         metavar="SECONDS",
         help="evaluation time per request; what is left then fails as its failurePolicy says",
     )
+    _env_flag(
+        parser,
+        "--read-timeout",
+        f"{DEFAULT_READ_TIMEOUT:g}",
+        metavar="SECONDS",
+        help="time for a request to arrive whole from its first byte; a slower client gets 408",
+    )
+    _env_flag(
+        parser,
+        "--audit-events-per-second",
+        f"{DEFAULT_AUDIT_EVENTS_PER_SECOND:g}",
+        metavar="N",
+        help="with a cluster: Events on pods an Audit filter would have kept off nodes, at "
+        "most N a second per worker (0: none)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -90,7 +116,7 @@ def _env_flag(
 
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
-        rules=[p for p in str(args.rules or "").split(",") if p],
+        rules=args.rules or split_paths(os.environ.get("POLICYEXT_RULES", "")),
         rules_configmap=args.rules_configmap or None,
         bind=args.bind,
         snapshot=args.snapshot or None,
@@ -105,6 +131,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         tls_client_ca=args.tls_client_ca or None,
         max_body=whole_number(args.max_body, "--max-body"),
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
+        read_timeout=seconds(args.read_timeout, "--read-timeout"),
+        audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
     )
 
 

@@ -6,11 +6,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from policyext.cel import CELError
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, parse_timestamp
 from policyext.cli import pending
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, fail, usage
-from policyext.cli.inputs import load_nodes, load_rules, read_pod
+from policyext.cli.flags import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Commands,
+    add_output,
+    add_paths,
+    fail,
+    split_paths,
+    usage,
+)
+from policyext.cli.inputs import load_nodes, load_rules, read_pods
 from policyext.cli.output import emit
 from policyext.cli.tables import evaluation_table
 from policyext.cluster.snapshot import SnapshotError
@@ -24,15 +32,22 @@ def register(commands: Commands) -> None:
         help="rank nodes for a pod under the policies, with every reason shown; or compare "
         "two rule sets for every pending pod",
     )
-    parser.add_argument(
+    add_paths(
+        parser,
         "--rules",
-        required=True,
-        action="append",
-        metavar="PATH",
+        dest="rules",
         help="policy files or folders (with --pending: the candidate rules)",
     )
     pods = parser.add_mutually_exclusive_group(required=True)
-    pods.add_argument("--pod", metavar="FILE", help="a Pod (YAML or JSON)")
+    pods.add_argument(
+        "--pod",
+        action="extend",
+        type=split_paths,
+        metavar="FILE",
+        help="a Pod, a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob (its "
+        "pod template), or a List of them: each is simulated (YAML or JSON; repeat it or "
+        "separate files with commas)",
+    )
     pods.add_argument(
         "--pending",
         action="store_true",
@@ -43,6 +58,11 @@ def register(commands: Commands) -> None:
     nodes.add_argument("--nodes", metavar="FILE", help="Nodes only (no pod information)")
     nodes.add_argument(
         "--cluster", action="store_true", help="list the live Nodes and Pods once (kubeconfig)"
+    )
+    parser.add_argument(
+        "--no-pods",
+        action="store_true",
+        help="with --snapshot: the snapshot has no Pods on purpose (otherwise an error)",
     )
     parser.add_argument(
         "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
@@ -56,8 +76,12 @@ def register(commands: Commands) -> None:
 
 def _wrong_combination(args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of flags argparse cannot express, if anything."""
+    if not args.rules:
+        return "give the policies: PATH... or --rules PATH"
     if (args.kubeconfig or args.context) and not args.cluster:
         return "--kubeconfig and --context go with --cluster"
+    if args.no_pods and not args.snapshot:
+        return "--no-pods goes with --snapshot"
     if args.pending:
         return pending.wrong_combination(args)
     if args.current or args.current_configmap or args.scheduler_name:
@@ -75,16 +99,29 @@ def run(args: argparse.Namespace) -> int:
     if args.pending:
         return pending.run(args, policy_set)
     try:
-        pod = read_pod(args.pod)
+        pods = [pod for path in args.pod for pod in read_pods(path)]
         now = parse_timestamp(args.now) if args.now else None
         nodes, source = load_nodes(args)
     except (SnapshotError, CELError) as e:
         return fail(str(e))
-    evaluation = evaluate(policy_set, pod, nodes, source, now)
-    emit(
-        args.output,
-        lambda: evaluation_to_dict(evaluation),
-        lambda: evaluation_table(evaluation),
-        sys.stdout,
-    )
+    results = [(p, evaluate(policy_set, p.pod, nodes, source, now)) for p in pods]
+    if len(results) == 1:  # one pod: its result alone, as it always was
+        [(_, evaluation)] = results
+        emit(
+            args.output,
+            lambda: evaluation_to_dict(evaluation),
+            lambda: evaluation_table(evaluation),
+            sys.stdout,
+        )
+    else:  # each pod of a List: its name and where it came from, then its result
+        emit(
+            args.output,
+            lambda: [
+                {"pod": p.name, "from": p.origin, **evaluation_to_dict(e)} for p, e in results
+            ],
+            lambda: "\n".join(
+                f"== pod {p.name} (from {p.origin})\n{evaluation_table(e)}" for p, e in results
+            ),
+            sys.stdout,
+        )
     return EXIT_OK

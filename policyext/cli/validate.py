@@ -1,31 +1,59 @@
-"""`policyext validate PATH...`: check policy files, print every problem."""
+"""`policyext validate PATH...`: check policy files, print every problem; `-o json` or
+`-o junit` for CI."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands
-from policyext.cli.output import plural, print_issues
-from policyext.policy.compile import load_policy_set
-from policyext.policy.model import PolicyError
+from policyext.cli import junit
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add_paths, usage
+from policyext.cli.output import issue_data, plural, print_issues
+from policyext.policy.compile import PolicySet, load_policy_set
+from policyext.policy.loader import discover_files
+from policyext.policy.model import Issue, PolicyError
 
 
 def register(commands: Commands) -> None:
     parser = commands.add_parser(
         "validate", help="check policy files; print every problem as file:line:col"
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="policy files or folders")
+    add_paths(parser, "--rules", help="policy files or folders")
+    add_output(parser, ("text", "json", "junit"))
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.paths:
+        return usage("give the policy files or folders: PATH... or --rules PATH")
+    policy_set: PolicySet | None = None
+    issues: list[Issue] = []
     try:
         policy_set = load_policy_set(args.paths)
     except PolicyError as e:
-        print_issues(e.issues, count=True)
-        return EXIT_INVALID
-    print(
-        f"valid: {plural(len(policy_set.policies), 'policy', 'policies')}, "
-        f"{plural(policy_set.rule_count(), 'rule')}, version {policy_set.version}"
-    )
-    return EXIT_OK
+        issues = e.issues
+    if args.output == "json":
+        json.dump(_data(policy_set, issues), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.output == "junit":
+        found, _ = discover_files(args.paths)
+        sys.stdout.write(junit.validation_xml([shown for _, shown in found], issues))
+    elif policy_set is None:
+        print_issues(issues, count=True)
+    else:
+        print(
+            f"valid: {plural(len(policy_set.policies), 'policy', 'policies')}, "
+            f"{plural(policy_set.rule_count(), 'rule')}, version {policy_set.version}"
+        )
+    return EXIT_OK if policy_set is not None else EXIT_INVALID
+
+
+def _data(policy_set: PolicySet | None, issues: list[Issue]) -> dict[str, object]:
+    return {
+        "valid": policy_set is not None,
+        "version": policy_set.version if policy_set is not None else None,
+        "policies": len(policy_set.policies) if policy_set is not None else 0,
+        "rules": policy_set.rule_count() if policy_set is not None else 0,
+        "problems": [issue_data(i) for i in issues],
+    }

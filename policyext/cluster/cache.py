@@ -29,7 +29,7 @@ from policyext.policy.resources import (
     Resources,
     add_into,
     build_node_info,
-    node_allocatable,
+    node_info_of,
     pod_is_active,
     pod_requests,
     pod_summary,
@@ -181,7 +181,7 @@ class ClusterSource:
             f"{s.resource}: {s.last_error or 'the initial list is not in yet'}" for s in waiting
         )
 
-    # -- the NodeSource interface (readers: no lock, one dictionary read per answer)
+    # -- the LiveNodeSource contract (readers: no lock, one dictionary read per answer)
 
     @property
     def has_pods(self) -> bool:
@@ -215,14 +215,14 @@ class ClusterSource:
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
         entry = self._entries.get(_name(node))
         if entry is None:
-            return build_node_info(node_allocatable(node), {}, [], 0)
+            return node_info_of(node, {}, [], 0)
         known = entry.node
         if known is node or (known is not None and _version(known) == _version(node) != ""):
             return entry.info
         # another version of the node (sent in a request): its allocatable, our pods
         info = entry.info
-        return build_node_info(
-            node_allocatable(node),
+        return node_info_of(
+            node,
             cast(Resources, info["requested"]),
             cast(list[dict[str, object]], info["pods"]),
             info.generation,
@@ -234,6 +234,30 @@ class ClusterSource:
     def pod(self, namespace: str, name: str) -> Json | None:
         uid = self._uids.get((namespace, name))
         return self._pods.get(uid) if uid is not None else None
+
+    # -- feeding the source by hand: what the watches do, without an API server (tests,
+    # replays); the watches call the same writers
+
+    def replace(self, resource: str, items: list[Json]) -> None:
+        """Every Node (`resource` "nodes") or every Pod ("pods") at once, as a list call
+        returns them; the resource counts as synced from then on."""
+        replace, _, reflector = self._writers(resource)
+        replace(items, self.clock())
+        reflector.synced.set()
+
+    def apply(self, resource: str, event: str, obj: Json) -> None:
+        """One watch event (ADDED, MODIFIED or DELETED) of a Node or a Pod."""
+        _, apply, _ = self._writers(resource)
+        apply(event, obj)
+
+    def _writers(
+        self, resource: str
+    ) -> tuple[Callable[[list[Json], float], None], Callable[[str, Json], None], Reflector]:
+        if resource == "nodes":
+            return self._replace_nodes, self._apply_node, self._nodes
+        if resource == "pods":
+            return self._replace_pods, self._apply_pod, self._pod_watch
+        raise ValueError(f"a ClusterSource holds nodes and pods, not {resource!r}")
 
     # -- assume
 
@@ -366,7 +390,8 @@ class ClusterSource:
         current = self._counted.get(uid)
         new: _Counted | None = None
         if node_name and pod is not None:
-            new = _Counted(node_name, pod_requests(pod), pod_summary(pod))
+            # kube-apiserver validated the pod: no quantity can be invalid
+            new = _Counted(node_name, pod_requests(pod, strict=False), pod_summary(pod))
             if new == current:
                 return
         touched = set()
@@ -398,16 +423,23 @@ class ClusterSource:
         totals = self._per_node.get(name) or _NodePods()
         generation = next(self._generations)
         previous = self._entries.get(name)
+        pods = list(totals.pods.values())
         if node is not None and previous is not None and previous.node is node:
             # only its pods changed (the usual event): the node's parts stay as they were
-            allocatable = cast(Resources, previous.info["allocatable"])
+            info = build_node_info(
+                cast(Resources, previous.info.get("allocatable", {})),
+                totals.requested,
+                pods,
+                generation,
+                previous.info.invalid,
+            )
             key = previous.key
+        elif node is not None:
+            info = node_info_of(node, totals.requested, pods, generation)
+            key = node_key(node)
         else:
-            allocatable = node_allocatable(node) if node is not None else {}
-            key = node_key(node) if node is not None else None
-        info = build_node_info(
-            allocatable, totals.requested, list(totals.pods.values()), generation
-        )
+            info = build_node_info({}, totals.requested, pods, generation)
+            key = None
         entry = self._entries[name] = NodeEntry(node, key, info)
         if node is not None:
             self._with_node[name] = entry

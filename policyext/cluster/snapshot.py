@@ -15,11 +15,12 @@ import yaml
 from policyext.policy.frames import node_key
 from policyext.policy.loader import load_yaml_all
 from policyext.policy.resources import (
+    InvalidQuantity,
     NodeInfo,
     Resources,
     add_into,
-    build_node_info,
     node_allocatable,
+    node_info_of,
     pod_is_active,
     pod_requests,
     pod_summary,
@@ -56,7 +57,8 @@ def _flatten(documents: Iterable[object], path: Path) -> Iterable[Json]:
 
 
 class SnapshotSource:
-    """Nodes and Pods from a file, answering "node by name" and "node information"."""
+    """Nodes and Pods from a file, answering "node by name" and "node information" (a
+    LiveNodeSource whose nodes never change)."""
 
     def __init__(self, objects: Iterable[Json], description: str = "snapshot") -> None:
         self.description = description
@@ -71,6 +73,7 @@ class SnapshotSource:
             elif kind == "Pod":
                 pods.append(obj)
         self.pods = pods
+        self._check_quantities()
         self._by_uid = {
             str(p["metadata"]["uid"]): p
             for p in pods
@@ -87,6 +90,17 @@ class SnapshotSource:
         self._info: dict[str, NodeInfo] = {}
         # cache keys by node object: the nodes live as long as the source
         self._keys = {id(node): node_key(node) for node in self.nodes.values()}
+
+    def _check_quantities(self) -> None:
+        """Every Pod's requests and every Node's allocatable are quantities kube-scheduler
+        can count: SnapshotError naming the first invalid one (never a silent zero)."""
+        try:
+            for node in self.nodes.values():
+                node_allocatable(node)
+            for pod in self.pods:
+                pod_requests(pod)
+        except InvalidQuantity as e:
+            raise SnapshotError(f"{self.description}: {e}") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> SnapshotSource:
@@ -108,6 +122,9 @@ class SnapshotSource:
 
     def ready(self) -> bool:
         return True
+
+    def sync_problem(self) -> str:
+        return ""  # a file is read whole before the server starts
 
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
@@ -141,9 +158,7 @@ class SnapshotSource:
         return self._build(node, name)  # a node sent in the request, not the file's copy
 
     def _build(self, node: Mapping[str, Any], name: str) -> NodeInfo:
-        return build_node_info(
-            node_allocatable(node), self._requested.get(name, {}), self._pods.get(name, [])
-        )
+        return node_info_of(node, self._requested.get(name, {}), self._pods.get(name, []))
 
 
 def _name(obj: Mapping[str, Any]) -> str:

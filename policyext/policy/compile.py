@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
+from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.loader import (
     Document,
     PathKey,
@@ -43,18 +44,6 @@ from policyext.policy.model import (
 from policyext.policy.plan import Plan, make_plan
 from policyext.policy.schema import validate
 
-TIMESTAMP: Final = "google.protobuf.Timestamp"
-# what a match condition may read: the pod alone (it decides whether the policy applies)
-MATCH_VARIABLES: Final = {"pod": "map", "now": TIMESTAMP}
-# what every other expression may read
-RULE_VARIABLES: Final = {
-    "pod": "map",
-    "node": "map",
-    "nodeInfo": "map",
-    "podRequests": "map",
-    "now": TIMESTAMP,
-    "variables": "map",
-}
 # the variables that do not depend on the node
 POD_ONLY_INPUTS: Final = frozenset(("pod", "now", "podRequests"))
 _NUMBER_TYPES: Final = frozenset(("int", "uint", "double", "dyn"))
@@ -266,6 +255,7 @@ class _PolicyCompiler:
         self.issues = issues
         self.limits = limits
         self.broken_variables: set[str] = set()  # of the policy being compiled
+        self.variable_names: set[str] = set()  # all the variables of that policy
 
     def policy(self, doc: Document) -> CompiledPolicy | None:
         data = cast(dict[str, Any], doc.data)
@@ -384,6 +374,7 @@ class _PolicyCompiler:
         out: list[tuple[Variable, CompiledExpression]] = []
         seen: dict[str, Location] = {}
         self.broken_variables = set()
+        self.variable_names = {v["name"] for v in raw}
         for i, v in enumerate(raw):
             path: PathKey = ("spec", "variables", i)
             variable = Variable(
@@ -419,7 +410,10 @@ class _PolicyCompiler:
         pod_only_variables: set[str],
         expect: tuple[str, ...],
     ) -> CompiledExpression | None:
-        program = self.cel(policy, rule, expr, RULE_VARIABLES, expect)
+        declarations = rule_variables(
+            {v.name: c.program.type for v, c in variables}, self.variable_names
+        )
+        program = self.cel(policy, rule, expr, declarations, expect)
         if program is None:
             return None
         defined = {v.name for v, _ in variables}
@@ -457,7 +451,7 @@ class _PolicyCompiler:
             v.name: c.plan for v, c in variables if c.plan is not None and c.plan.cacheable
         }
         try:
-            plan = make_plan(expr, program, RULE_VARIABLES, known, self.limits, variable_plans)
+            plan = make_plan(expr, program, declarations, known, self.limits, variable_plans)
         except cel.CELError:  # the whole expression compiled: a part always does too
             plan = None
         return CompiledExpression(expr, program, False, plan)
@@ -467,7 +461,7 @@ class _PolicyCompiler:
         policy: str,
         rule: str,
         expr: Expression,
-        declarations: Mapping[str, str],
+        declarations: Mapping[str, cel.Type],
         expect: tuple[str, ...],
     ) -> cel.Program | None:
         try:

@@ -19,9 +19,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
-from policyext.cel import CELEvalError, Timestamp
-from policyext.cel.program import DEFAULT_LIMITS
-from policyext.cel.values import UInt, type_name
+from policyext.cel import DEFAULT_LIMITS, CELEvalError, Timestamp, UInt, type_name
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -35,7 +33,7 @@ from policyext.policy.frames import (
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
-from policyext.policy.verdicts import Evaluation, NodeVerdict, Rejection, RuleScore
+from policyext.policy.verdicts import AuditScore, Evaluation, NodeVerdict, Rejection, RuleScore
 
 MAX_SCORE: Final = 10
 Json = Mapping[str, Any]
@@ -440,6 +438,11 @@ def _score(
             if not audit:
                 weights += spec.weight
                 totals = [t + spec.weight * s for t, s in zip(totals, normalized, strict=True)]
+            elif normalized:
+                best = max(range(len(normalized)), key=normalized.__getitem__)
+                ev.audit_scores[policy.name, spec.name] = AuditScore(
+                    len(normalized), sum(normalized), ev.names[indices[best]]
+                )
             if detail:
                 for k, node_details in enumerate(details):
                     why = None if raw[k] is not None else _why_not_a_number(values[k])

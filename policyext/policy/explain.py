@@ -35,6 +35,8 @@ def verdict_to_dict(v: NodeVerdict) -> dict[str, Any]:
     out: dict[str, Any] = {"name": v.name, "feasible": v.feasible}
     if v.unresolvable:
         out["unresolvable"] = True
+    if not v.feasible:
+        out["message"] = v.message()  # what the scheduler is told (FailedNodes)
     out["rejections"] = [_rejection(r) for r in v.rejections]
     out["auditRejections"] = [_rejection(r) for r in v.audits]
     out["ignoredErrors"] = [_rejection(r) for r in v.skipped]

@@ -21,15 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policyext.cel import CELError, CELEvalError, Program, Timestamp
-from policyext.cel.program import COST
+from policyext.cel import COST, CELError, CELEvalError, Program, Timestamp
 from policyext.policy.compile import CompiledExpression, CompiledPolicy
 from policyext.policy.plan import Plan
 from policyext.policy.resources import (
+    InvalidQuantity,
     NodeInfo,
     NodeSource,
-    build_node_info,
-    node_allocatable,
+    node_info_of,
     pod_requests,
 )
 
@@ -102,6 +101,31 @@ class Counters:
         return program.run(frame)
 
 
+class _Unreadable(dict[Any, Any]):
+    """A frame without `podRequests`, for a pod whose requests are invalid: reading it is
+    an evaluation error that says why (each rule's failurePolicy decides), never a silent
+    zero. Only such pods get this (slower) dict subclass."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str, frame: Mapping[Any, Any]) -> None:
+        super().__init__(frame)
+        self.error = error
+
+    def __missing__(self, key: object) -> object:
+        if key == "podRequests":
+            raise CELEvalError(self.error)
+        raise KeyError(key)
+
+
+def copied(frame: dict[Any, Any]) -> dict[Any, Any]:
+    """A copy of a frame, of the same kind."""
+    if type(frame) is dict:
+        return dict(frame)
+    assert isinstance(frame, _Unreadable)
+    return _Unreadable(frame.error, frame)
+
+
 class Variables(dict[str, object]):
     """`variables` of one policy for one (pod, node): evaluated on first use, at most once
     (a failure too); variables that read only the pod come from the request-wide set.
@@ -116,7 +140,7 @@ class Variables(dict[str, object]):
     def __init__(
         self,
         compiled: Mapping[str, CompiledExpression],
-        inputs: Mapping[Any, Any],
+        inputs: dict[Any, Any],
         shared: Variables | None,
         counters: Counters,
     ) -> None:
@@ -138,7 +162,7 @@ class Variables(dict[str, object]):
             if expr.pod_only and self._shared is not None:
                 value = self._shared[name]
             else:
-                frame = dict(self._inputs)
+                frame = copied(self._inputs)
                 frame["variables"] = self
                 value = self._counters.run_variable(expr.program, frame)
         except CELError as e:
@@ -164,19 +188,25 @@ class Request:
         self.base: dict[Any, Any] = {
             "pod": pod,
             "now": now,
-            "podRequests": pod_requests(pod) if applied else {},
+            "podRequests": {},
             "node": None,
             "nodeInfo": None,
             "variables": None,
             COST: [0, counters.budget],
         }
+        if applied:
+            try:
+                self.base["podRequests"] = pod_requests(pod)
+            except InvalidQuantity as e:  # the rules that read podRequests fail for this pod
+                del self.base["podRequests"]
+                self.base = _Unreadable(f"podRequests cannot be read: {e}", self.base)
         self.declared = {p.name: {v.name: c for v, c in p.variables} for p in applied}
         # per policy: its request-wide variables, and the frame of its pod-side evaluations
         self.shared: dict[str, Variables] = {}
         self.frames: dict[str, dict[Any, Any]] = {}
         for p in applied:
             variables = Variables(self.declared[p.name], self.base, None, counters)
-            frame = dict(self.base)
+            frame = copied(self.base)
             frame[COST] = [0, counters.budget]
             frame["variables"] = variables
             self.shared[p.name] = variables
@@ -227,17 +257,17 @@ class NodeFrame:
             if source is not None:
                 self.info = source.node_info(self.node)
             else:
-                self.info = build_node_info(node_allocatable(self.node), None, None)
+                self.info = node_info_of(self.node, None, None)
         return self.info
 
     def frame_for(self, policy: str) -> dict[Any, Any]:
         frame = self.frame
         request = self.request
         if frame is None:
-            inputs = self.inputs = dict(request.base)
+            inputs = self.inputs = copied(request.base)
             inputs["node"] = self.node
             inputs["nodeInfo"] = self.node_info()
-            frame = self.frame = dict(inputs)
+            frame = self.frame = copied(inputs)
             frame[COST] = [0, request.counters.budget]
         if self.variables_of != policy:
             assert self.inputs is not None

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyext.cel import CELError, Timestamp
-from policyext.cel.program import COST, DEFAULT_LIMITS, new_frame
+from policyext.cel import COST, DEFAULT_LIMITS, CELError, Timestamp, new_frame
 from policyext.policy.compile import CompiledPolicy
 from policyext.policy.model import LabelSelector
 

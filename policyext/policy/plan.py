@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from policyext import cel
-from policyext.cel.parser import parse
-from policyext.cel.partial import placeholder, reads, split
+from policyext.cel import parse, placeholder, reads, split
 from policyext.policy.model import Expression
 
 # node results kept per set of part values; a new set beyond these drops the oldest
@@ -101,7 +100,7 @@ class Plan:
 def make_plan(
     expr: Expression,
     program: cel.Program,
-    declarations: Mapping[str, str],
+    declarations: Mapping[str, cel.Type],
     known: Callable[[str], bool],
     limits: cel.Limits | None,
     variable_plans: Mapping[str, Plan] | None = None,
@@ -127,7 +126,7 @@ def make_plan(
         cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
     )
     residual_declarations = dict(declarations)
-    residual_declarations.update(dict.fromkeys(pieces.placeholders, "dyn"))
+    residual_declarations.update(dict.fromkeys(pieces.placeholders, cel.DYN))
     residual = cel.compile_tree(pieces.residual, expr.source, residual_declarations, limits=limits)
     residual_reads = reads(pieces.residual)
     through = _through_variables(residual_reads - NODE_INPUTS - set(pieces.placeholders), variables)

@@ -1,7 +1,8 @@
 """PolicyTest: cases that pin what policies decide, run by `policyext test`.
 
 A test names its policies and a snapshot of Nodes and Pods; each case gives a pod and what
-to expect: the exact feasible set, a rule that rejects a node, the best node, final scores.
+to expect: the exact feasible set, a rule that rejects a node, the Audit rules that would
+have, the best node, final scores.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from typing import Any, cast
 
 import yaml
 
-from policyext.cel import CELError
-from policyext.cel.timeutil import parse_timestamp
+from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.engine import Evaluation, evaluate
-from policyext.policy.loader import Document, discover, load_yaml, read_documents
+from policyext.policy.engine import Evaluation, NodeVerdict, evaluate
+from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.schema import validate
+from policyext.policy.workloads import pod_from, pods_from
 
 SourceLoader = Callable[[Path], NodeSource]
 
@@ -38,6 +39,7 @@ class TestResult:
     file: str
     cases: list[CaseResult] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)  # the test itself could not run
+    scheduler_emulation: bool = True  # the test's spec.schedulerEmulation
 
     @property
     def passed(self) -> int:
@@ -60,6 +62,13 @@ def find_tests(paths: Iterable[str | Path]) -> tuple[list[Document], list[Issue]
     return tests, issues
 
 
+def wants_scheduler_emulation(spec: dict[str, Any]) -> bool:
+    """The test's switch for the scheduler emulation, `spec.schedulerEmulation` (default
+    true): false judges its cases by the policies alone, as `--policies-only` does. The
+    emulation itself is the caller's to pass in; this says whether the test wants it."""
+    return bool(spec.get("schedulerEmulation", True))
+
+
 def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
     data = cast(dict[str, Any], doc.data)
     name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data, dict) else ""
@@ -69,6 +78,7 @@ def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
         result.issues = schema_issues
         return result
     spec = data["spec"]
+    result.scheduler_emulation = wants_scheduler_emulation(spec)
     folder = Path(doc.file).parent
     try:
         policies = load_policy_set([folder / p for p in spec["policies"]])
@@ -111,12 +121,19 @@ def _run_case(
 
 
 def _pod(value: object, folder: Path) -> dict[str, Any]:
+    """The case's pod: inline or in a file, a Pod or a workload's pod template; ValueError
+    when it is not one, or when one of its requests is not a quantity kube-scheduler can
+    count (InvalidQuantity names the field)."""
     if isinstance(value, dict):
-        return value
-    loaded = load_yaml((folder / str(value)).read_text(encoding="utf-8"))
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{value}: not a Pod object")
-    return loaded
+        pod = pod_from(value, "the inline pod").pod
+    else:
+        path = folder / str(value)
+        pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+        if len(pods) != 1:
+            raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
+        pod = pods[0].pod
+    pod_requests(pod)
+    return pod
 
 
 def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
@@ -142,6 +159,8 @@ def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
         if rule not in rules:
             got = ", ".join(rules) if rules else "not rejected"
             diffs.append(f"rejected: expected {node} rejected by {rule}, got {got}")
+    for node, wanted in sorted((expect.get("auditRejected") or {}).items()):
+        diffs.extend(_audit_differences(node, wanted, verdicts.get(node)))
     if "best" in expect:
         best = ev.best()
         wanted_best = expect["best"]
@@ -160,3 +179,22 @@ def compare(expect: dict[str, Any], ev: Evaluation) -> list[str]:
         if final != score:
             diffs.append(f"scores: expected {node}={score}, got {final}")
     return diffs
+
+
+def _audit_differences(
+    node: str, wanted: str | list[str], verdict: NodeVerdict | None
+) -> list[str]:
+    """`auditRejected: {node: rule}` or `{node: [rules]}`: each rule is among the Audit
+    rules that would have rejected the node; `[]`: no Audit rule would have."""
+    if verdict is None:
+        return [f"auditRejected: node {node!r} is not in the snapshot"]
+    got = [r.rule_id for r in verdict.audits]
+    shown = ", ".join(got) if got else "no Audit rule"
+    rules = [wanted] if isinstance(wanted, str) else wanted
+    if not rules and got:
+        return [f"auditRejected: expected no Audit rule to reject {node}, got {shown}"]
+    return [
+        f"auditRejected: expected {node} rejected by Audit rule {rule}, got {shown}"
+        for rule in rules
+        if rule not in got
+    ]

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from policyext.policy.match import PolicyMatch
+
+# between the messages of the rules that rejected a node
+MESSAGE_SEPARATOR: Final = "; "
 
 
 class Rejection(NamedTuple):
@@ -33,6 +36,15 @@ class RuleScore(NamedTuple):
     score: float  # normalised to 0..10
     audit: bool = False
     error: str | None = None
+
+
+class AuditScore(NamedTuple):
+    """What an Audit-mode score rule did in one request (its scores are left out of the
+    final score): for metrics and the decision log."""
+
+    nodes: int  # nodes it scored
+    points: float  # the sum of their scores, 0..10 each
+    best: str  # the node it scored highest (the first of equals)
 
 
 class NodeVerdict:
@@ -65,14 +77,14 @@ class NodeVerdict:
         return f"NodeVerdict({self.name!r}, {state}, score={self.score})"
 
     def message(self) -> str:
-        """The first rejection's message: what the scheduler reports for this node."""
-        return self.rejections[0].message if self.rejections else ""
-
-    def unresolvable_message(self) -> str:
-        for r in self.rejections:
-            if r.unresolvable:
-                return r.message
-        return self.message()
+        """What the scheduler reports for this node (FailedNodes or
+        FailedAndUnresolvableNodes): the message of every Enforce rule that rejected it,
+        in policy-name then rule order (the order they were found in), each once, joined
+        with `; `. Stable text, so that the scheduler's event still groups nodes by it."""
+        rejections = self.rejections
+        if len(rejections) == 1:
+            return rejections[0].message
+        return MESSAGE_SEPARATOR.join(dict.fromkeys(r.message for r in rejections))
 
 
 @dataclass
@@ -104,6 +116,8 @@ class Evaluation:
     timed_out: bool = False  # the request deadline stopped some evaluations
     # score rules that failed, by (policy, rule): counted even without per-rule detail
     score_errors: dict[tuple[str, str], int] = field(default_factory=dict)
+    # what each Audit score rule did, by (policy, rule): computed even without detail
+    audit_scores: dict[tuple[str, str], AuditScore] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None
     _tally: Tally | None = None
 
@@ -142,6 +156,10 @@ class Evaluation:
                     t.errors[r.policy, r.rule] += 1
             t.errors.update(self.score_errors)
         return self._tally
+
+    def feasible_count(self) -> int:
+        """Nodes that passed every filter (nodes the node source did not know excluded)."""
+        return len(self.names) - self.tally().infeasible
 
     def feasible_names(self) -> list[str]:
         infeasible = {i for i, v in self.verdicts.items() if not v.feasible}

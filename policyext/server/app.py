@@ -15,13 +15,14 @@ from typing import Any, Protocol
 
 import orjson
 from flask import Flask, Response, request
+from gunicorn.http import errors as http_errors
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import HotVerbs
+from policyext.server.hotpath import AuditSink, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -59,21 +60,25 @@ def _error(status: int, message: str) -> Response:
 
 def create_app(
     store: PolicyStore,
-    source: NodeSource | None = None,
+    source: LiveNodeSource | None = None,
     binder: Binder | None = None,
     metrics: Metrics | None = None,
     options: Options | None = None,
     clock: Callable[[], int] = time.time_ns,
+    audits: AuditSink | None = None,
 ) -> Flask:
     """The application. `source` resolves NodeNames and knows the pods; `binder` creates
     Bindings (both come from cluster/ or a snapshot, wired by the CLI)."""
+    if source is not None and not isinstance(source, LiveNodeSource):
+        # checked once here: the verbs, the memo and /readyz then use it without probing
+        raise TypeError(f"{type(source).__name__} is not a LiveNodeSource")
     options = options or Options()
     metrics = metrics or Metrics()
     app = Flask("policyext")
     app.config["MAX_CONTENT_LENGTH"] = options.max_body
     prefix = "/" + options.url_prefix.strip("/") if options.url_prefix.strip("/") else ""
     hot = HotVerbs(
-        store, source, metrics, clock, options.max_body, prefix, options.request_deadline
+        store, source, metrics, clock, options.max_body, prefix, options.request_deadline, audits
     )
 
     def raw_body() -> bytes:
@@ -87,7 +92,10 @@ def create_app(
         chunks: list[bytes] = []
         size = 0
         while size <= options.max_body:  # a stream read may return less than asked
-            chunk = request.stream.read(options.max_body + 1 - size)
+            try:
+                chunk = request.stream.read(options.max_body + 1 - size)
+            except (http_errors.ParseException, http_errors.NoMoreData) as e:
+                raise wire.WireError(chunked_framing_error(e)) from None
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
@@ -161,13 +169,13 @@ def create_app(
 
     @app.get("/metrics")
     def metrics_view() -> Response:
-        metrics.set_policy(store.current.version, store.current.rule_count())
+        metrics.set_policy(store.current)
         data, content_type = metrics.render()
         return Response(data, status=200, content_type=content_type)
 
     @app.errorhandler(wire.WireError)
     def bad_request(e: wire.WireError) -> Response:
-        metrics.requests.labels(_verb(), "400").inc()
+        metrics.count(_verb(), "400")
         return _error(400, str(e))
 
     @app.errorhandler(_Unsupported)
@@ -199,11 +207,45 @@ def create_app(
         return response
 
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+    # for what answers outside the application (the HTTP server's refusals, wsgi.py)
+    app.extensions["policyext.metrics"] = metrics
     return app
 
 
 class _Unsupported(Exception):
     pass
+
+
+def chunked_framing_error(e: Exception) -> str:
+    """What is wrong with a chunked body gunicorn could not read, in the client's terms
+    (gunicorn closes the connection after it: where the next request starts is unknown)."""
+    if isinstance(e, http_errors.InvalidChunkSize):
+        what = f"invalid chunk size {_shown(e.data)}"
+    elif isinstance(e, http_errors.ChunkMissingTerminator):
+        what = (
+            f"chunk data not followed by CRLF (found {_shown(e.term)})"
+            if e.term
+            else "the body ended before its last chunk and its CRLF"
+        )
+    elif isinstance(e, http_errors.InvalidChunkExtension):
+        reason = str(e.reason)
+        what = "invalid chunk extension" + ("" if "chunk extension" in reason else f" ({reason})")
+    elif isinstance(e, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
+        what = f"invalid trailer ({e})"
+    elif isinstance(e, http_errors.LimitRequestHeaders):
+        what = f"trailer section too large ({e})"
+    elif isinstance(e, http_errors.NoMoreData):
+        what = "the body ended before its last chunk"
+    else:
+        what = str(e)
+    return f"the chunked body is malformed: {what}"
+
+
+def _shown(data: object) -> str:
+    """Bytes from the wire as the client can read them: printable ASCII, escapes for
+    the rest, at most 40 bytes."""
+    raw = data if isinstance(data, bytes) else str(data).encode()
+    return repr(raw[:40].decode("latin-1"))
 
 
 def _verb() -> str:
@@ -216,15 +258,13 @@ def _verb() -> str:
     return "unknown"
 
 
-def _readiness(store: PolicyStore, source: NodeSource | None) -> tuple[bool, dict[str, Any]]:
+def _readiness(store: PolicyStore, source: LiveNodeSource | None) -> tuple[bool, dict[str, Any]]:
     checks: dict[str, Any] = {"policies": "loaded" if store.loaded else "not loaded"}
     ready = store.loaded
     if source is not None:
-        ready_fn = getattr(source, "ready", None)
-        synced = bool(ready_fn()) if callable(ready_fn) else True
+        synced = source.ready()
         checks["nodeSource"] = "synced" if synced else "not synced"
-        problem = getattr(source, "sync_problem", None)
-        if not synced and callable(problem) and (why := problem()):
+        if not synced and (why := source.sync_problem()):
             checks["nodeSourceError"] = why
         ready = ready and synced
     status = store.status

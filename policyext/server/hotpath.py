@@ -15,14 +15,15 @@ import io
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.resources import NodeSource
+from policyext.policy.engine import Evaluation
+from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
@@ -33,8 +34,9 @@ log = logging.getLogger("policyext.server")
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+Source = LiveNodeSource | None
 Runner = Callable[
-    [PolicySet, NodeSource | None, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
+    [PolicySet, Source, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
     verbs.VerbResult,
 ]
 RUNNERS: Final[dict[str, Runner]] = {
@@ -51,20 +53,29 @@ def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
     return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
 
 
+class AuditSink(Protocol):
+    """Where filter answers go to become Events on their pods (cluster.audit_events):
+    `offer` must return at once."""
+
+    def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None: ...
+
+
 class HotVerbs:
     """filter and prioritize over one store, node source, reply memo and metrics."""
 
     def __init__(
         self,
         store: PolicyStore,
-        source: NodeSource | None,
+        source: LiveNodeSource | None,
         metrics: Metrics,
         clock: Callable[[], int],
         max_body: int,
         prefix: str,
         request_deadline: float | None = None,
+        audits: AuditSink | None = None,
     ) -> None:
         self.store = store
+        self.audits = audits
         self.source = source
         self.metrics = metrics
         self.clock = clock
@@ -86,6 +97,8 @@ class HotVerbs:
         seconds = time.perf_counter() - started
         self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
         log_decision(verb, self.store, result, seconds)
+        if self.audits is not None and verb == "filter" and result.evaluation is not None:
+            self.audits.offer(args.pod, result.evaluation)
         return result.body
 
     def wsgi(self, flask_app: WSGIApplication) -> WSGIApplication:
@@ -151,6 +164,7 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         return
     ev = result.evaluation
     record: dict[str, Any] = {"verb": verb, "nodes": result.nodes, "ms": round(seconds * 1000, 3)}
+    record["time"] = utc_now()
     record["policyVersion"] = ev.version if ev is not None else store.current.version
     record["pod"] = result.pod
     if ev is not None:
@@ -158,6 +172,14 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         record["feasible"] = len(ev.names) - tally.infeasible
         record["rejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.rejections.items()}
         record["errors"] = ev.errors
+        if tally.audits:
+            record["auditRejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.audits.items()}
+            record["auditNodes"] = audit_nodes(ev)
+        if ev.audit_scores:
+            record["auditScores"] = {
+                f"{p}/{r}": {"nodes": a.nodes, "mean": round(a.points / a.nodes, 3), "best": a.best}
+                for (p, r), a in ev.audit_scores.items()
+            }
         if ev.timed_out:
             record["timedOut"] = True
     if result.error:
@@ -174,6 +196,29 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
                         "feasible": v.feasible,
                         "score": v.score,
                         "rejectedBy": [r.rule_id for r in v.rejections],
+                        "auditRejectedBy": [r.rule_id for r in v.audits],
                     }
                 )
             )
+
+
+# node names per Audit rule in a decision line: enough to look at, bounded for 5,000 nodes
+AUDIT_NODES_LOGGED: Final = 10
+
+
+def audit_nodes(ev: Evaluation) -> dict[str, list[str]]:
+    """`policy/rule` -> the first nodes (in request order) that Audit rule would have
+    rejected; `auditRejectedBy` has how many there were in all."""
+    out: dict[str, list[str]] = {}
+    for i in sorted(ev.verdicts):
+        for r in ev.verdicts[i].audits:
+            names = out.setdefault(r.rule_id, [])
+            if len(names) < AUDIT_NODES_LOGGED:
+                names.append(ev.names[i])
+    return out
+
+
+def utc_now() -> str:
+    """The time as RFC 3339 in UTC, to the millisecond: 2026-12-01T17:05:09.123Z."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"

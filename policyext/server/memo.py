@@ -15,7 +15,7 @@ from typing import Final, Generic, TypeVar
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Prepared
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
 MAX_REPLIES: Final = 32
@@ -24,13 +24,13 @@ T = TypeVar("T")
 
 
 def memo_key(
-    verb: str, prepared: Prepared, source: NodeSource | None, names: Sequence[str]
+    verb: str, prepared: Prepared, source: LiveNodeSource | None, names: Sequence[str]
 ) -> Hashable | None:
-    """What a NodeNames reply depends on, or None when it cannot be reused (a source that
-    does not say when its nodes change, rules that read the pod and the node together)."""
-    generation = getattr(source, "generation", None)  # read first: see ReplyMemo
-    if type(generation) is not int:
+    """What a NodeNames reply depends on, or None when it cannot be reused (no node
+    source, rules that read the pod and the node together)."""
+    if source is None:
         return None
+    generation = source.generation  # read first: see ReplyMemo
     signature = prepared.signature(verb == "filter", verb == "prioritize")
     if signature is None:
         return None

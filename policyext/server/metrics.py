@@ -8,7 +8,9 @@ fork) writes them to files that /metrics aggregates, so every scrape sees the wh
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import platform
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import metadata
 from typing import Any, Final, Protocol
 
 from prometheus_client import (
@@ -24,6 +26,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation
 
 # the *_created series double the output and no dashboard uses them
@@ -43,8 +46,26 @@ LATENCY_BUCKETS: Final = (
     1.0,
     2.5,
     5.0,
+    # httpTimeout (5 s unless set) may be set higher: latency near it must be measurable
+    10.0,
+    30.0,
+    60.0,
 )
 NODE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000)
+# the decision endpoints: their answers are counted in policyext_requests_total by `verb`;
+# every other path (probes, /metrics, /policies, unknown paths) by `endpoint` in
+# policyext_endpoint_requests_total, so that a verb's rate is never mixed with the probes'
+VERBS: Final = ("filter", "prioritize", "preempt", "bind", "explain")
+# the verbs whose evaluations can be cut short by --request-deadline
+DEADLINE_VERBS: Final = ("filter", "prioritize", "preempt", "explain")
+
+
+def build_version() -> str:
+    """The installed policyext's version (the package metadata)."""
+    try:
+        return metadata.version("policyext")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 class WatchState(Protocol):
@@ -101,6 +122,39 @@ class CacheCollector(Collector):
         yield synced
 
 
+def count_refused(app: object, status: int) -> None:
+    """One request the HTTP server refused before the application saw it (server/worker.py's
+    framing, gunicorn's parser in wsgi.py), counted in the Metrics of the worker's app."""
+    metrics = getattr(app, "extensions", {}).get("policyext.metrics")
+    if isinstance(metrics, Metrics):
+        metrics.count_refused(status)
+
+
+class AuditEventCounts(Protocol):
+    """The Events a cluster adapter recorded about Audit findings (cluster.audit_events)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+
+class AuditEventsCollector(Collector):
+    """policyext_audit_events_total, read from the recorder at scrape time (per worker)."""
+
+    def __init__(self, source: AuditEventCounts) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "policyext_audit_events",
+            "Audit findings offered for an Event on the pod, by result: recorded, repeated (the"
+            " same finding for a retried pod), dropped (over the rate or the queue), failed.",
+            labels=["result"],
+        )
+        for result, count in sorted(self.source.counts.items()):
+            family.add_metric([result], count)
+        yield family
+
+
 class Metrics:
     """The server's metrics. One instance per process; `render()` serves /metrics."""
 
@@ -117,9 +171,31 @@ class Metrics:
         )
         self.requests = Counter(
             "policyext_requests_total",
-            "Requests answered, by verb and HTTP status.",
+            "Requests to the decision endpoints (filter, prioritize, preempt, bind, explain)"
+            " answered, by verb and HTTP status.",
             ["verb", "code"],
             registry=r,
+        )
+        self.endpoint_requests = Counter(
+            "policyext_endpoint_requests_total",
+            "Requests to the other endpoints (healthz, readyz, metrics, policies; unknown for"
+            " any other path) answered, by endpoint and HTTP status.",
+            ["endpoint", "code"],
+            registry=r,
+        )
+        self.refused = Counter(
+            "policyext_refused_requests_total",
+            "Requests refused by the HTTP server before the application saw them (a request"
+            " line or headers over the limits, malformed HTTP), by HTTP status.",
+            ["code"],
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "policyext_build_info",
+            "The policyext version serving (value 1).",
+            ["version", "python"],
+            registry=r,
+            multiprocess_mode="max",
         )
         self.nodes = Histogram(
             "policyext_request_nodes",
@@ -141,6 +217,26 @@ class Metrics:
             "policyext_rule_audit_rejections_total",
             "Nodes an Audit-mode rule would have rejected, by policy and rule.",
             ["policy", "rule"],
+            registry=r,
+        )
+        self.audit_scores = Counter(
+            "policyext_rule_audit_scores_total",
+            "Node scores an Audit-mode score rule computed (left out of the final score),"
+            " by policy and rule.",
+            ["policy", "rule"],
+            registry=r,
+        )
+        self.audit_score_points = Counter(
+            "policyext_rule_audit_score_points_total",
+            "The sum of those scores (0..10 each): divided by policyext_rule_audit_scores_total,"
+            " the rule's mean score.",
+            ["policy", "rule"],
+            registry=r,
+        )
+        self.no_feasible_node = Counter(
+            "policyext_pods_without_feasible_node_total",
+            "filter answers that left the pod no feasible node (every scheduling attempt of"
+            " a pod counts).",
             registry=r,
         )
         self.rule_errors = Counter(
@@ -171,6 +267,12 @@ class Metrics:
             registry=r,
             multiprocess_mode="liveall",
         )
+        self.policies_loaded = Gauge(
+            "policyext_policies_loaded",
+            "Policies in the set being served: 0 means no filter rejects any node.",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
         self.policy_rules = Gauge(
             "policyext_policy_rules",
             "Rules in the policy set being served.",
@@ -192,14 +294,26 @@ class Metrics:
         )
         self._version = ""
         self._caches: CacheCollector | None = None
+        self._audit_events: AuditEventsCollector | None = None
         # labelled series by their labels: prometheus_client takes a lock and checks the
         # labels on every labels() call, and the same few series are counted on every request
         self._series: dict[tuple[object, ...], Any] = {}
+        self.build_info.labels(build_version(), platform.python_version()).set(1)
+        # series that exist at 0 from the start: a rate() or an alert sees the first event
+        for verb in DEADLINE_VERBS:
+            self._child(self.deadline_exceeded, verb)
+        for result in ("ok", "failed"):
+            self.reloads.labels(result)
 
     def watch_caches(self, source: WatchedSource) -> None:
         """Report a live node source's caches at every scrape."""
         self._caches = CacheCollector(source)
         self.registry.register(self._caches)
+
+    def watch_audit_events(self, source: AuditEventCounts) -> None:
+        """Report an Event recorder's counts at every scrape."""
+        self._audit_events = AuditEventsCollector(source)
+        self.registry.register(self._audit_events)
 
     def _child(self, family: Any, *labels: str) -> Any:
         key = (id(family), *labels)
@@ -208,17 +322,42 @@ class Metrics:
             child = self._series[key] = family.labels(*labels)
         return child
 
-    def count(self, verb: str, code: str) -> None:
-        """One answered request."""
-        self._child(self.requests, verb, code).inc()
+    def count(self, name: str, code: str) -> None:
+        """One answered request to the endpoint `name` (a verb, or healthz, metrics...)."""
+        if name in VERBS:
+            self._child(self.requests, name, code).inc()
+        else:
+            self._child(self.endpoint_requests, name, code).inc()
 
-    def set_policy(self, version: str, rules: int) -> None:
+    def count_refused(self, code: int) -> None:
+        """One request the HTTP server refused before the application saw it."""
+        self._child(self.refused, str(code)).inc()
+
+    def set_policy(self, policies: PolicySet) -> None:
+        """The policy set being served; each of its rules' series is created (at 0) the
+        first time a version is seen, so that they exist before their first event."""
+        version = policies.version
         if version != self._version:
             if self._version:  # (multiprocess gauges cannot remove a series: zero it)
                 self.policy_version.labels(self._version).set(0)
             self.policy_version.labels(version).set(1)
             self._version = version
-        self.policy_rules.set(rules)
+            self._create_rule_series(policies)
+        self.policies_loaded.set(len(policies.policies))
+        self.policy_rules.set(policies.rule_count())
+
+    def _create_rule_series(self, policies: PolicySet) -> None:
+        child = self._child
+        for policy in policies.policies:
+            for f in policy.filters:
+                family = self.audit_rejections if f.rule.mode == "Audit" else self.rejections
+                child(family, policy.name, f.rule.name)
+                child(self.rule_errors, policy.name, f.rule.name)
+            for s in policy.scores:
+                if s.rule.mode == "Audit":
+                    child(self.audit_scores, policy.name, s.rule.name)
+                    child(self.audit_score_points, policy.name, s.rule.name)
+                child(self.rule_errors, policy.name, s.rule.name)
 
     def reloaded(self, ok: bool, at: float) -> None:
         self.reloads.labels("ok" if ok else "failed").inc()
@@ -236,6 +375,8 @@ class Metrics:
             self._child(self.deadline_exceeded, verb).inc()
         if verb not in ("filter", "prioritize"):
             return
+        if verb == "filter" and nodes and not ev.feasible_count():
+            self.no_feasible_node.inc()
         self.evaluations.inc(ev.evaluations)
         if ev.errors:
             self.errors.inc(ev.errors)
@@ -248,6 +389,9 @@ class Metrics:
             child(self.audit_rejections, policy, rule).inc(n)
         for (policy, rule), n in tally.errors.items():
             child(self.rule_errors, policy, rule).inc(n)
+        for (policy, rule), audit in ev.audit_scores.items():
+            child(self.audit_scores, policy, rule).inc(audit.nodes)
+            child(self.audit_score_points, policy, rule).inc(audit.points)
 
     def render(self) -> tuple[bytes, str]:
         if self.multiprocess:
@@ -255,5 +399,7 @@ class Metrics:
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             if self._caches is not None:  # per process: not in the shared files
                 registry.register(self._caches)
+            if self._audit_events is not None:
+                registry.register(self._audit_events)
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -28,7 +28,7 @@ from typing import Any, Final, Generic, TypeVar
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate
-from policyext.policy.resources import NodeSource
+from policyext.policy.resources import LiveNodeSource
 from policyext.policy.verdicts import NodeVerdict
 from policyext.server import wire
 
@@ -95,7 +95,7 @@ class _Parts:
     def evaluate_missing(
         self,
         policies: PolicySet,
-        source: NodeSource,
+        source: LiveNodeSource,
         args: wire.ExtenderArgs,
         now: Timestamp,
         prepared: Prepared,
@@ -134,7 +134,7 @@ class _Changed(Exception):
 def _split(
     answers: NodeAnswers[Any],
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     prepared: Prepared,
@@ -145,16 +145,14 @@ def _split(
     missing ones (None when none are). None when parts cannot be reused: Nodes mode, a
     source without stamps, rules the signature cannot describe, a pod whose own evaluation
     the deadline cut short, or a node that went away meanwhile."""
-    stamps = getattr(source, "node_stamps", None)
     names = args.node_names
     signature = prepared.signature(filters, not filters)
-    if source is None or names is None or not callable(stamps) or signature is None:
+    if source is None or names is None or signature is None:
         return None
     if prepared.counters.timed_out:
         return None
-    count = getattr(source, "node_count", None)
-    table = answers.table(policies, signature, count() if callable(count) else len(names))
-    parts = _Parts(names, stamps(names), table)
+    table = answers.table(policies, signature, source.node_count())
+    parts = _Parts(names, source.node_stamps(names), table)
     try:
         sub = parts.evaluate_missing(policies, source, args, now, prepared, filters=filters)
     except _Changed:
@@ -179,7 +177,7 @@ def _has_error(verdict: NodeVerdict) -> bool:
 def filter_by_node(
     answers: NodeAnswers[NodeVerdict | None],
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     prepared: Prepared,
@@ -208,16 +206,21 @@ def filter_by_node(
 def scores_by_node(
     answers: NodeAnswers[tuple[int, bytes]],
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     prepared: Prepared,
 ) -> tuple[Evaluation, bytes] | None:
     """The prioritize evaluation and reply from each node's remembered final score (kept
     with its piece of the reply), when a node's score is its own: every score rule that
-    applies is Clamp (MinMax depends on the other nodes of the request). None when parts
-    cannot be reused."""
-    if any(s.rule.normalize != "Clamp" for p in prepared.applied for s in p.scores):
+    applies is Clamp (MinMax depends on the other nodes of the request) and Enforce (an
+    Audit rule's scores are counted per request, and a part keeps only the final score).
+    None when parts cannot be reused."""
+    if any(
+        s.rule.normalize != "Clamp" or s.rule.mode == "Audit"  # (its scores are counted)
+        for p in prepared.applied
+        for s in p.scores
+    ):
         return None
     split = _split(answers, policies, source, args, now, prepared, filters=False)
     if split is None:

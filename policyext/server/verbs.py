@@ -6,6 +6,7 @@ with the Evaluation it came from (for metrics and the decision log).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -14,10 +15,9 @@ from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
 from policyext.policy.resources import (
+    LiveNodeSource,
     NodeInfo,
-    NodeSource,
-    build_node_info,
-    node_allocatable,
+    node_info_of,
     without_pods,
 )
 from policyext.policy.verdicts import NodeVerdict
@@ -72,7 +72,7 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 
 
 def _resolve(
-    args: wire.ExtenderArgs, source: NodeSource | None
+    args: wire.ExtenderArgs, source: LiveNodeSource | None
 ) -> tuple[list[Mapping[str, Any]], list[str] | None, dict[str, str]]:
     """The node objects of the request, their names when known without reading the nodes,
     and the names that could not be resolved."""
@@ -92,7 +92,7 @@ def _resolve(
 
 
 def source_problem(
-    args: wire.ExtenderArgs, source: NodeSource | None, policies: PolicySet | None = None
+    args: wire.ExtenderArgs, source: LiveNodeSource | None, policies: PolicySet | None = None
 ) -> str:
     if policies is NOT_LOADED:
         return NOT_LOADED_MESSAGE
@@ -100,8 +100,7 @@ def source_problem(
         return ""
     if source is None:
         return NO_SOURCE
-    ready = getattr(source, "ready", None)
-    if callable(ready) and not ready():
+    if not source.ready():
         return "policyext's node cache is not synced yet"
     return ""
 
@@ -111,7 +110,7 @@ def _recall(
     memo: Memo | None,
     policies: PolicySet,
     prepared: Prepared,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
 ) -> tuple[Hashable | None, VerbResult | None]:
     """The memo key of a NodeNames call (None when its reply cannot be reused), and the
@@ -134,7 +133,7 @@ def _remember(
 
 def run_filter(
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     memo: Memo | None = None,
@@ -181,7 +180,7 @@ def run_filter(
             continue
         infeasible.add(i)
         if verdict.unresolvable:
-            unresolvable[verdict.name] = verdict.unresolvable_message()
+            unresolvable[verdict.name] = verdict.message()
         else:
             failed[verdict.name] = verdict.message()
     feasible_names = [n for i, n in enumerate(ev.names) if i not in infeasible]
@@ -202,7 +201,7 @@ def run_filter(
 
 def run_prioritize(
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     memo: Memo | None = None,
@@ -246,7 +245,7 @@ def run_prioritize(
 
 def run_explain(
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.ExtenderArgs,
     now: Timestamp,
     deadline: float | None = None,
@@ -263,11 +262,18 @@ def run_explain(
 
 
 class _VictimFreeSource:
-    """The node source as seen after the victims of a preemption are evicted."""
+    """The node source as seen after the victims of a preemption are evicted: a whole
+    LiveNodeSource, whose answers are never those of the source it wraps (the victims
+    change the node information), so nothing computed with it is reused elsewhere."""
 
-    def __init__(self, base: NodeSource | None, victims: dict[str, list[Mapping[str, Any]]]):
+    _views = itertools.count(-1, -1)  # generations no real source has (they count up from 0)
+
+    def __init__(
+        self, base: LiveNodeSource | None, victims: dict[str, list[Mapping[str, Any]]]
+    ) -> None:
         self.base = base
         self.victims = victims
+        self.generation = next(self._views)
 
     @property
     def has_pods(self) -> bool:
@@ -280,14 +286,29 @@ class _VictimFreeSource:
     def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
         return [None] * len(nodes)  # never cached: the victims change the node information
 
+    def node_stamps(self, names: Sequence[str]) -> list[object]:
+        """A new stamp per node and call: no part of an answer is reused."""
+        known = self.base.node_stamps(names) if self.base is not None else [None] * len(names)
+        return [None if stamp is None else object() for stamp in known]
+
+    def node_count(self) -> int:
+        return self.base.node_count() if self.base is not None else 0
+
+    def ready(self) -> bool:
+        return self.base is None or self.base.ready()
+
+    def sync_problem(self) -> str:
+        return self.base.sync_problem() if self.base is not None else ""
+
+    def pod_by_uid(self, uid: str) -> Mapping[str, Any] | None:
+        return self.base.pod_by_uid(uid) if self.base is not None else None
+
     def get_node(self, name: str) -> Mapping[str, Any] | None:
         return self.base.get_node(name) if self.base is not None else None
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
         info = (
-            self.base.node_info(node)
-            if self.base is not None
-            else build_node_info(node_allocatable(node), None, None)
+            self.base.node_info(node) if self.base is not None else node_info_of(node, None, None)
         )
         name = str((node.get("metadata") or {}).get("name", ""))
         return without_pods(info, self.victims.get(name, []))
@@ -295,7 +316,7 @@ class _VictimFreeSource:
 
 def run_preempt(
     policies: PolicySet,
-    source: NodeSource | None,
+    source: LiveNodeSource | None,
     args: wire.PreemptionArgs,
     now: Timestamp,
     deadline: float | None = None,
@@ -310,12 +331,12 @@ def run_preempt(
             continue  # a node we cannot see cannot be accepted
         nodes.append(node)
         if args.meta:
-            lookup = getattr(source, "pod_by_uid", None)
-            pods = [lookup(uid) for uid in v.uids] if callable(lookup) else []
+            assert source is not None  # (a node was found in it)
+            pods = [source.pod_by_uid(uid) for uid in v.uids]
             victims[name] = [p for p in pods if p is not None]
         else:
             victims[name] = list(v.pods)
-    free = _VictimFreeSource(source, victims)
+    free: LiveNodeSource = _VictimFreeSource(source, victims)  # (mypy checks it is whole)
     ev = evaluate(policies, args.pod, nodes, free, now, scores=False, deadline=deadline)
     accepted = {name: args.victims[name] for name in ev.feasible_names()}
     return VerbResult(wire.preemption_result(accepted), ev, len(args.victims))

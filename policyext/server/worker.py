@@ -1,44 +1,302 @@
-"""gunicorn's gthread worker, with a shorter way between two requests of one connection.
+"""gunicorn's gthread worker, reading every request whole before a thread sees it.
 
-The stock worker hands a kept-alive connection back to its main thread after every request:
-the thread pool's future completes, the main thread is woken through a pipe, registers the
-socket with its poller, wakes again when the next request arrives and submits the
-connection to the pool once more. That is two thread handoffs and four system calls per
-request; on a small machine they cost more than answering a NodeNames request.
+The stock worker gives a connection to a thread as soon as it is accepted or shows a
+byte, and the thread then blocks reading the rest of the request. A client that sends
+its headers or its body slowly holds that thread for as long as it likes; four such
+clients (one worker of four threads) stopped every other request, /healthz included.
 
-kube-scheduler sends its calls on one kept-alive connection, back to back (filter, then
-prioritize for the same pod, then the next pod). This worker lets the thread that answered
-a request wait a moment for the next one on the same connection and answer it directly.
-It does so only while no other connection waits for a thread, and never while the worker
-is stopping, so every other behaviour (keep-alive timeouts, graceful shutdown, request
-timeouts, TLS) stays gunicorn's.
+Here the worker's event loop (its main thread, which already waits on every socket) reads
+each request itself, without blocking: the bytes of each connection are gathered and
+`server/framing.py` says when the request is complete (headers, then Content-Length
+bytes or every chunk). Only a complete request goes to a thread, which parses it from
+memory and never waits for the client. A connection whose request is not complete within
+`read_timeout` of its first byte is answered 408 and closed, with the reason in the log;
+a header section or body over the limits is answered 431 or 413 as soon as it shows.
+Idle kept-alive connections wait in the loop as before (gunicorn's keepalive timeout).
+
+Two shortcuts keep a kept-alive scheduler connection fast: the thread that answered a call
+waits a moment for the next one on the same connection and answers it directly when it
+arrives complete (kube-scheduler sends filter, prioritize and the next pod back to back),
+as long as no other connection waits for a thread; and a request that arrives in one
+piece is handed on from the read that completed it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
 import select
+import selectors
+import socket
+import ssl
 import threading
+import time
+from functools import partial
 from typing import Any, Final
 
-from gunicorn.workers.gthread import ThreadWorker
+import orjson
+from gunicorn import http
+from gunicorn.sock import ssl_context
+from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
+from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server.metrics import count_refused
+
+log = logging.getLogger("policyext.server")
+
+# how long a request may take to arrive whole, from its first byte (or from the accept,
+# for a TLS handshake): kube-scheduler gives a call 5 s in all (its httpTimeout)
+READ_TIMEOUT: Final = 10.0
 # how long a thread waits for the next request of its connection before handing the
-# connection back to the poller: a scheduler sends its next call within this, an idle
+# connection back to the event loop: a scheduler sends its next call within this, an idle
 # connection costs one blocked thread for this long
 LINGER_MS: Final = 2
 # consecutive requests one thread answers on one connection before it hands the connection
-# back to the poller anyway (which then serves the connections in turn)
+# back to the event loop anyway (which then serves the connections in turn)
 MAX_IN_A_ROW: Final = 100
+# one read from a connection: a NodeList request is a few MB, read in few steps
+READ_SIZE: Final = 256 * 1024
+# reads of one connection per wake of the loop (8 MiB), so that one large body does not
+# keep the loop from the other connections
+MAX_READS_PER_WAKE: Final = 32
 
 
-class LingeringThreadWorker(ThreadWorker):  # type: ignore[misc]
-    """gthread, answering a connection's next request in the same thread when it is
-    already on its way and no other connection is waiting."""
+def json_refusal(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP response refusing a request, with the application's JSON error body."""
+    body = orjson.dumps({"error": message, "status": status})
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+class _Reading:
+    """A connection's request being gathered by the event loop."""
+
+    __slots__ = ("buffer", "continued", "deadline", "framer", "handshaking", "idle", "started")
+
+    def __init__(self, framer: Framer, data: bytes, deadline: float) -> None:
+        self.framer = framer
+        self.buffer = bytearray(data)
+        self.idle = not data  # no byte of the next request yet
+        self.deadline = deadline
+        self.started = time.monotonic()
+        self.handshaking = False
+        self.continued = False  # `100 Continue` sent
+
+
+class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
+    """gthread, with requests read whole in the event loop (see the module's doc)."""
+
+    # set per server by policyext.wsgi (a subclass per configuration)
+    read_timeout: float = READ_TIMEOUT
+    max_body: int = 64 * 1024 * 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._queued = 0  # connections submitted to the pool, not yet picked up
         self._queued_lock = threading.Lock()
+        self._reading: dict[Any, _Reading] = {}  # TConn -> its request so far
+        self._stopping_at: float | None = None
+        cfg = self.cfg
+        # past this without the end of the header section, gunicorn would have refused it
+        self.max_head = max(
+            65536,
+            cfg.limit_request_line + cfg.limit_request_fields * (cfg.limit_request_field_size + 2),
+        )
+
+    # -- the event loop (main thread)
+
+    def accept(self, listener: socket.socket) -> None:
+        if "h2" in self.cfg.http_protocols:
+            super().accept(listener)  # HTTP/2 is multiplexed: gunicorn's own handling
+            return
+        try:
+            client, addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = self._tconn(client, addr, listener.getsockname())
+        reading = self._start_reading(conn, b"")
+        if self.cfg.is_ssl:
+            try:
+                conn.sock = ssl_context(self.cfg).wrap_socket(
+                    conn.sock,
+                    server_side=True,
+                    do_handshake_on_connect=False,
+                    suppress_ragged_eofs=self.cfg.suppress_ragged_eofs,
+                )
+            except (OSError, ssl.SSLError) as e:
+                self._drop(conn, f"TLS setup failed: {e}", logging.DEBUG)
+                return
+            reading.handshaking = True
+            reading.idle = False  # a handshake not done in time is logged
+            reading.deadline = time.monotonic() + self.read_timeout
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+
+    def _tconn(self, client: socket.socket, addr: Any, server: Any) -> Any:
+        conn = TConn(self.cfg, client, addr, server)  # non-blocking from here
+        conn.data_ready = True  # the stock worker's wait for a first byte: not needed
+        return conn
+
+    def _start_reading(self, conn: Any, data: bytes) -> _Reading:
+        idle_for = self.cfg.keepalive if data == b"" else self.read_timeout
+        deadline = time.monotonic() + idle_for
+        if self._stopping_at is not None and not data:
+            deadline = min(deadline, self._stopping_at + STOP_KEEPALIVE_LINGER)
+        reading = _Reading(Framer(self.max_head, self.max_body), data, deadline)
+        self._reading[conn] = reading
+        return reading
+
+    def _readable(self, conn: Any, _sock: Any) -> None:
+        reading = self._reading.get(conn)
+        if reading is None:
+            return
+        if reading.handshaking and not self._handshake(conn, reading):
+            return
+        closed = False
+        # everything the socket holds, up to a bound: each wake of the loop costs a turn
+        # for the GIL among the busy threads, so a large body is not read a piece per wake
+        for _ in range(MAX_READS_PER_WAKE):
+            try:
+                data = conn.sock.recv(READ_SIZE)
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            except (OSError, ssl.SSLError) as e:
+                self._drop(conn, f"reading failed: {e}", logging.DEBUG)
+                return
+            if not data:
+                closed = True
+                break
+            reading.buffer += data
+        if reading.buffer and reading.idle:
+            reading.idle = False
+            reading.started = time.monotonic()
+            reading.deadline = reading.started + self.read_timeout
+        self._frame(conn, reading, closed)
+
+    def _frame(self, conn: Any, reading: _Reading, closed: bool = False) -> None:
+        """Hand the request to a thread once it is complete; refuse it over a limit."""
+        try:
+            done = reading.framer.advance(reading.buffer)
+        except Refusal as r:
+            self._refuse(conn, r.status, r.reason, r.message)
+            return
+        if done is not None:
+            self._dispatch(conn, reading, done)
+            return
+        if closed:
+            level = logging.INFO if reading.buffer else logging.DEBUG
+            what = f"after {len(reading.buffer)} bytes of a request" if reading.buffer else ""
+            self._drop(conn, f"the client closed the connection {what}".strip(), level)
+            return
+        if reading.framer.expects_continue and not reading.continued:
+            reading.continued = True  # the client waits for it before sending the body
+            self._send(conn, b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _handshake(self, conn: Any, reading: _Reading) -> bool:
+        """Advance the TLS handshake; True once it is done."""
+        try:
+            conn.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+            return False
+        except ssl.SSLWantWriteError:
+            self.poller.modify(conn.sock, selectors.EVENT_WRITE, partial(self._readable, conn))
+            return False
+        except (OSError, ssl.SSLError) as e:
+            self._drop(conn, f"TLS handshake failed: {e}", logging.DEBUG)
+            return False
+        reading.handshaking = False
+        reading.idle = True
+        reading.deadline = time.monotonic() + self.cfg.keepalive
+        self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+        return True
+
+    def _dispatch(self, conn: Any, reading: _Reading, done: Complete) -> None:
+        del self._reading[conn]
+        self.poller.unregister(conn.sock)
+        if conn.parser is None:
+            conn.initialized = True
+            conn.parser = _parser(self.cfg, conn.sock, conn.client)
+        conn.parser.unreader.unread(bytes(reading.buffer))
+        conn.continued = reading.continued
+        if done.malformed:
+            # gunicorn refuses what it reads; it must not wait for bytes that never come
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RD)
+        conn.sock.setblocking(True)
+        self.enqueue_req(conn)
+
+    def _refuse(self, conn: Any, status: int, reason: str, message: str) -> None:
+        log.warning("refused a request from %s: %s", _peer(conn), message)
+        count_refused(self.wsgi, status)
+        self._send(conn, json_refusal(status, reason, message))
+        self._close(conn)
+
+    def _drop(self, conn: Any, why: str, level: int) -> None:
+        log.log(level, "closed the connection from %s: %s", _peer(conn), why)
+        self._close(conn)
+
+    def _send(self, conn: Any, data: bytes) -> None:
+        """Best effort, never blocking: a refusal is small, a client that reads nothing
+        gets nothing."""
+        with contextlib.suppress(OSError, ssl.SSLError):
+            conn.sock.send(data)
+
+    def _close(self, conn: Any) -> None:
+        self._reading.pop(conn, None)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(conn.sock)
+        self.nr_conns -= 1
+        conn.close()
+
+    def murder_pending(self) -> None:
+        """Called by the loop every turn: also end the requests past their deadline."""
+        super().murder_pending()
+        if not self.alive and self._stopping_at is None:
+            self._stopping_at = time.monotonic()
+            linger = self._stopping_at + STOP_KEEPALIVE_LINGER
+            for reading in self._reading.values():
+                if reading.idle:  # a request may be on its way: answered, then closed
+                    reading.deadline = min(reading.deadline, linger)
+        now = time.monotonic()
+        for conn, reading in [(c, r) for c, r in self._reading.items() if r.deadline <= now]:
+            if reading.idle:
+                self._close(conn)  # a kept-alive connection that sent nothing more
+                continue
+            seconds = now - reading.started
+            what = _progress(reading)
+            message = f"the request was not complete after {seconds:.1f} s ({what})"
+            self._refuse(conn, 408, "Request Timeout", message)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        """A thread is done with the connection: read its next request in the loop."""
+        try:
+            result = fs.result() if not fs.cancelled() else False
+        except Exception:
+            result = False
+        if result is not True or conn.is_http2:
+            super().finish_request(conn, fs)
+            return
+        try:
+            leftover = getattr(conn, "carry", b"") + conn.parser.unreader.take_buffered()
+            conn.carry = b""
+            conn.sock.setblocking(False)
+            reading = self._start_reading(conn, leftover)
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
+            if leftover:
+                self._frame(conn, reading)  # a pipelined request may be complete already
+        except Exception:
+            self._reading.pop(conn, None)
+            self.nr_conns -= 1
+            conn.close()
+
+    # -- the threads
 
     def enqueue_req(self, conn: Any) -> None:
         with self._queued_lock:
@@ -50,28 +308,77 @@ class LingeringThreadWorker(ThreadWorker):  # type: ignore[misc]
             self._queued -= 1
         result = super().handle(conn)
         served = 1
-        while result is True and served < MAX_IN_A_ROW and self._next_request_ready(conn):
+        while result is True and served < MAX_IN_A_ROW and self._next_request_here(conn):
             result = super().handle(conn)
             served += 1
         return result
 
-    def _next_request_ready(self, conn: Any) -> bool:
-        """Whether the connection's next request arrives within the linger time, while
-        nothing else needs this thread."""
-        if not self.alive or self._queued:
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        if getattr(conn, "continued", False):
+            req._expected_100_continue = False  # the event loop has sent it
+            conn.continued = False
+        return super().handle_request(req, conn)
+
+    def _next_request_here(self, conn: Any) -> bool:
+        """Whether the connection's next request is here, complete, within the linger
+        time, while nothing else needs this thread. What was read of a request that is
+        not complete goes back to the event loop with the connection."""
+        if not self.alive or self._queued or conn.parser is None or conn.is_http2:
             return False
-        if conn.parser is None or getattr(conn, "is_http2", False):
-            return False
-        if conn.parser.unreader.buf.getvalue():
-            return True  # read ahead already
+        data = conn.parser.unreader.take_buffered()
         sock = conn.sock
-        pending = getattr(sock, "pending", None)  # TLS: bytes decrypted but not read
-        if pending is not None and pending():
-            return True
-        try:
-            poller = select.poll()  # (select.select would fail past descriptor 1023)
-            poller.register(sock, select.POLLIN)
-            ready = poller.poll(LINGER_MS)
-        except (OSError, ValueError):
+        pending = getattr(sock, "pending", None)
+        if not data and not (pending is not None and pending()) and not _ready(sock):
             return False
-        return bool(ready) and self.alive
+        sock.setblocking(False)
+        try:
+            while True:
+                chunk = sock.recv(READ_SIZE)
+                if not chunk:
+                    break
+                data += chunk
+                if len(chunk) < READ_SIZE and not (pending is not None and pending()):
+                    break
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except (OSError, ssl.SSLError):
+            conn.carry = data
+            return False
+        finally:
+            sock.setblocking(True)
+        try:
+            done = Framer(self.max_head, self.max_body).advance(data)
+        except Refusal:
+            done = None  # the event loop refuses it
+        if done is None or done.malformed or not self.alive:
+            conn.carry = data
+            return False
+        conn.parser.unreader.unread(data)
+        return True
+
+
+def _ready(sock: Any) -> bool:
+    try:
+        poller = select.poll()  # (select.select would fail past descriptor 1023)
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(LINGER_MS))
+    except (OSError, ValueError):
+        return False
+
+
+def _parser(cfg: Any, sock: Any, client: Any) -> Any:
+    return http.get_parser(cfg, sock, client)
+
+
+def _peer(conn: Any) -> str:
+    client = conn.client
+    return str(client[0]) if isinstance(client, tuple) and client else str(client)
+
+
+def _progress(reading: _Reading) -> str:
+    size = len(reading.buffer)
+    if reading.handshaking:
+        return "the TLS handshake was not done"
+    if not reading.framer.body_started:
+        return f"{size} bytes of headers, no end of the header section"
+    return f"{size} bytes read, the body not complete"

@@ -763,7 +763,6 @@ class ExprGen:
         options: dict[str, list[Callable[[], str]]] = {
             STRING: [
                 lambda: f"{s()}.{draw(st.sampled_from(('lowerAscii', 'upperAscii', 'trim')))}()",
-                lambda: f"{s()}.reverse()",
                 lambda: f"{s()}.replace({s()}, {s()})",
                 lambda: f"{s()}.replace({s()}, {s()}, {small()})",
                 lambda: f"{s()}.charAt({small()})",

@@ -328,10 +328,10 @@ def test_references_and_selections_report_the_root_variables_and_fields_read(
         ("[1, 0].exists(e, 1 / e == 1)", True),
         ("[1, 0].all(e, 1 / e > 1)", False),
         ("[0, 1].all(e, 1 / e > 1)", False),
-        ("['a', 1].exists(e, e > 0)", True),
+        ("[dyn('a'), 1].exists(e, e > 0)", True),
         ("[0].exists(e, 1 / e == 1)", Fails("division by zero")),
         ("[1, 0].all(e, 1 / e > 0)", Fails("division by zero")),
-        ("[1, 'a'].all(e, e > 0)", Fails("no such overload")),
+        ("[dyn(1), 'a'].all(e, e > 0)", Fails("no such overload")),
     ],
     ids=repr,
 )
@@ -368,21 +368,21 @@ def test_has_tests_the_presence_of_a_key_in_maps_and_nested_maps(
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("1 == 1.0", True),
-        ("1 == 1u", True),
-        ("1u == 1.0", True),
-        ("1 != 1.5", True),
+        ("dyn(1) == 1.0", True),
+        ("dyn(1) == 1u", True),
+        ("dyn(1u) == 1.0", True),
+        ("dyn(1) != 1.5", True),
         ("x.d == 1", True),
         ("x.i == 1u", True),
         ("x.u == 1.0", True),
         ("x.i == x.d && x.d == x.u", True),
-        ("[1] == [1.0]", True),
-        ("[x.i, x.u] == [1.0, 1]", True),
-        ("{1: 'a'} == {1u: 'a'}", True),
-        ("{'a': 1} == {'a': 1.0}", True),
-        ("'1' == 1", False),
+        ("[dyn(1)] == [1.0]", True),
+        ("[x.i, x.u] == [1.0, dyn(1)]", True),
+        ("{dyn(1): 'a'} == {1u: 'a'}", True),
+        ("{'a': dyn(1)} == {'a': 1.0}", True),
+        ("dyn('1') == 1", False),
         ("x.s == 1", False),
-        ("null == 0", False),
+        ("dyn(null) == 0", False),
         ("x.n == null", True),
         ("0.0 / 0.0 == 0.0 / 0.0", False),
         ("-0.0 == 0.0", True),
@@ -400,7 +400,7 @@ def test_has_tests_the_presence_of_a_key_in_maps_and_nested_maps(
         ("x.i < x.f", True),
         ("x.u <= x.d", True),
         ("x.f > x.i", True),
-        ("[1, 2u, 3.0].exists(e, e > 2.5)", True),
+        ("[dyn(1), 2u, 3.0].exists(e, e > 2.5)", True),
         ("1.0 / 0.0 > 9223372036854775807", True),
     ],
     ids=repr,
@@ -573,11 +573,14 @@ def test_field_selection_errors_name_the_cel_type_of_the_operand(
         # sortBy: a stable sort by a computed key
         ("[3, 1, 2].sortBy(e, e)", [1, 2, 3]),
         ("['bb', 'a', 'ccc'].sortBy(e, -size(e))", ["ccc", "bb", "a"]),
-        ("[{'n': 'b', 'k': 1}, {'n': 'a', 'k': 1}].sortBy(e, e.k).map(e, e.n)", ["b", "a"]),
-        ("[1, 'a'].sortBy(e, e)", Fails()),
+        (
+            "[{'n': 'b', 'k': dyn(1)}, {'n': 'a', 'k': dyn(1)}].sortBy(e, e.k).map(e, e.n)",
+            ["b", "a"],
+        ),
+        ("[dyn(1), 'a'].sortBy(e, e)", Fails()),
         # macros are strict where they do not decide: a failing element fails the macro
         ("[1, 0].map(e, 1 / e)", Fails("division by zero")),
-        ("[1, 'a'].filter(e, e > 0)", Fails("no such overload")),
+        ("[dyn(1), 'a'].filter(e, e > 0)", Fails("no such overload")),
         ("x.s.all(e, true)", Fails("no such overload")),
     ],
     ids=repr,
@@ -694,7 +697,7 @@ def test_evaluation_never_modifies_the_activation_even_when_it_fails_mid_loop(
 
 
 def test_a_map_literal_with_keys_1_and_true_holds_both_or_fails() -> None:
-    literal = "{1: 'a', true: 'b'}"
+    literal = "{dyn(1): 'a', true: 'b'}"
     try:
         evaluate(literal)
     except CELEvalError:

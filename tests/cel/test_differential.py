@@ -137,7 +137,7 @@ def run_ours(case: Case, *, check: bool) -> Outcome:
     """Our engine; anything but a CELError escapes and fails the test."""
     variables = {name: "dyn" for name in case.activation}
     try:
-        program = ours.compile(case.source, variables, check=check)
+        program = ours.compile(case.source, variables, check=check, homogeneous=False)
     except CELError as error:
         return Outcome(error=f"compile: {error}")
     try:

@@ -5,15 +5,13 @@ succeed or raise a `CELError`: no Python exception of another kind, no crash, no
 Errors carry a position inside the source when they carry one at all.
 
 Inputs stay small (the engine bounds source length, nesting and cost), and every call runs
-under a wall-clock alarm so that a hang fails the test instead of stalling the suite.
+under a generous alarm (tests/hang.py) so that a hang fails the test instead of stalling
+the suite.
 """
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,33 +30,14 @@ from tests.cel.strategies import (
     nested,
     token_soup,
 )
+from tests.hang import hang_guard
 
 SETTINGS = settings(
     max_examples=max_examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-# Generous: the machine is shared, and the engine answers in milliseconds when it answers.
-SECONDS_PER_CALL = 10.0
 DECLARED = dict.fromkeys(VARIABLE_NAMES, "dyn")
-
-
-class Hang(BaseException):
-    """A call ran past its time limit (a BaseException, so no `except Exception` eats it)."""
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise Hang(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def assert_well_formed(error: CELError, source: str) -> None:
@@ -78,7 +57,7 @@ def compile_and_evaluate(
     any other exception escapes and fails the test. Returns what happened, per mode."""
     outcomes: list[str] = []
     for check in (True, False):
-        with time_limit(SECONDS_PER_CALL):
+        with hang_guard():
             try:
                 program = cel.compile(source, DECLARED, limits=limits, check=check)
             except CELError as error:

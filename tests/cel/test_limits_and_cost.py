@@ -3,7 +3,7 @@ nesting) and on what one evaluation may do (the cost budget), through the public
 
 from __future__ import annotations
 
-import time
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +18,7 @@ from policyext.cel import (
     Program,
     compile,
 )
+from tests.hang import hang_guard
 
 
 def test_the_default_limits_are_the_documented_ones() -> None:
@@ -239,7 +240,6 @@ SMALL = "a" * 10
         "s.lastIndexOf('b')",
         "s.substring(1)",
         "s.charAt(1)",
-        "s.reverse()",
         "[s, s].join('')",
         "strings.quote(s)",
         "base64.encode(bytes(s))",
@@ -289,19 +289,24 @@ def test_list_functions_and_loops_are_charged_by_the_size_of_their_input(source:
         program.evaluate({"l": list(range(100_000))}, budget=1000)
 
 
-def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
+def test_a_catastrophic_backtracking_pattern_does_not_backtrack() -> None:
+    """A backtracking engine takes longer than the age of the universe on these; RE2 is
+    linear, so the generous guard only ever catches a regression to backtracking."""
     program = compile("s.matches(p)", {"s": "string", "p": "string"})
-    start = time.monotonic()
-    assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a+)+$"}) is False
-    assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a|aa)*$"}) is False
-    assert time.monotonic() - start < 1.0
+    with hang_guard():
+        assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a+)+$"}) is False
+        assert program.evaluate({"s": "a" * 20_000 + "!", "p": "^(a|aa)*$"}) is False
 
 
 def test_a_huge_range_is_refused_before_it_is_allocated() -> None:
-    start = time.monotonic()
-    with pytest.raises(CELEvalError):
-        compile("lists.range(100000000).size()").evaluate({})
-    assert time.monotonic() - start < 1.0
+    tracemalloc.start()
+    try:
+        with pytest.raises(CELEvalError):
+            compile("lists.range(100000000).size()").evaluate({})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * 1024 * 1024, f"{peak} bytes allocated: the list was built"
 
 
 def _doubling(seed: str, times: int) -> str:

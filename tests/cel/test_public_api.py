@@ -216,6 +216,9 @@ def spans(line: str) -> list[tuple[bool, str]]:
     return parts
 
 
+TYPED_OBJECTS = {"pod": cel.kubernetes_type("pod"), "node": cel.kubernetes_type("node")}
+
+
 def doc_examples(doc: Path = DOC) -> list[Example]:
     examples = []
     for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
@@ -237,7 +240,8 @@ def test_every_example_in_the_documentation_evaluates_as_stated(example: Example
     if kind in ("syntax error", "check error"):
         expected_error = CELSyntaxError if kind == "syntax error" else CELCheckError
         with pytest.raises(expected_error) as caught:
-            compile(example.source)
+            # `pod` and `node` typed as in a policy, for the examples of the checker
+            compile(example.source, TYPED_OBJECTS)
         assert fragment in caught.value.message
         return
     program = compile(example.source)

@@ -84,8 +84,11 @@ class Chart:
         namespace: str = NAMESPACE,
         values_text: str | None = None,
         tmp: Path | None = None,
+        kube_version: str | None = None,
     ) -> Rendered:
         args = ["template", RELEASE, str(CHART), "--namespace", namespace]
+        if kube_version is not None:  # the cluster's version (.Capabilities.KubeVersion)
+            args += ["--kube-version", kube_version]
         args += _value_args(values_files, sets, values_text, tmp)
         # the same values render the same text: each is rendered once per test session
         key = (*args, values_text)

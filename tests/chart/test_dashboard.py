@@ -72,6 +72,9 @@ def test_every_dashboard_query_names_exported_metrics_and_labels(title: str, exp
         "policyext_policy_reloads_total",
         "policyext_policy_version_info",
         "policyext_policy_last_reload_success",
+        "policyext_pods_without_feasible_node_total",
+        "policyext_rule_audit_score_points_total",
+        "policyext_refused_requests_total",
     ],
 )
 def test_the_dashboard_shows_what_an_operator_needs(topic: str) -> None:

@@ -13,7 +13,7 @@ from kubernetes_validate import utils as kubernetes_validate
 
 from policyext.cli import main as policyext_main
 from policyext.cli.config import extender_config
-from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, Rendered
+from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, HelmError, Rendered
 
 # The Kubernetes version the manifests are checked against: the e2e harness's.
 KUBERNETES_VERSION = "1.37"
@@ -21,6 +21,7 @@ KUBERNETES_VERSION = "1.37"
 CUSTOM_RESOURCES = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("cert-manager.io/v1", "Certificate"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 ci_files = pytest.mark.parametrize("values", CI_VALUES, ids=[p.stem for p in CI_VALUES])
 
@@ -202,7 +203,7 @@ def test_several_workers_share_their_metrics_in_an_empty_dir(
 
 
 def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart: Chart) -> None:
-    assert chart.render().deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert chart.render([_ci("default")]).deployment["spec"]["strategy"] == {"type": "Recreate"}
     rolled = chart.render([_ci("leader-election")]).deployment["spec"]
     assert "strategy" not in rolled
     assert (
@@ -217,7 +218,7 @@ def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart
 
 
 SERVE = ["--in-cluster", "--bind=0.0.0.0:8888"]
-WORKERS = ["--workers=1", "--threads=4", "--log-level=info"]
+WORKERS = ["--workers=1", "--threads=4", "--log-level=info", "--request-deadline=3.75"]
 MOUNTED = "--rules=/etc/policyext/rules"
 
 
@@ -233,7 +234,10 @@ MOUNTED = "--rules=/etc/policyext/rules"
             "existing-configmap",
             [*SERVE, f"--rules-configmap={NAMESPACE}/scheduling-policies", *WORKERS],
         ),
-        ("extender", [*SERVE, MOUNTED, *WORKERS, "--url-prefix=/policyext"]),
+        (
+            "extender",
+            [*SERVE, MOUNTED, *WORKERS[:3], "--request-deadline=1.5", "--url-prefix=/policyext"],
+        ),
         (
             "tls-secret",
             [
@@ -332,11 +336,15 @@ def test_changed_policies_leave_the_pods_alone_and_a_changed_config_restarts_the
     [
         ("default", ["kube-scheduler", "extender"], set()),
         ("extender", ["extender"], {"Service"}),
-        ("observability", ["extender"], {"Service", "NetworkPolicy", "ServiceMonitor"}),
+        (
+            "observability",
+            ["extender"],
+            {"Service", "NetworkPolicy", "ServiceMonitor", "PrometheusRule"},
+        ),
         (
             "scheduler-observability",
             ["kube-scheduler", "extender"],
-            {"Service", "NetworkPolicy", "ServiceMonitor"},
+            {"Service", "NetworkPolicy", "ServiceMonitor", "PrometheusRule"},
         ),
         ("tls-cert-manager", ["kube-scheduler", "extender"], {"Certificate"}),
     ],
@@ -345,7 +353,7 @@ def test_each_mode_renders_its_containers_and_optional_objects(
     chart: Chart, stem: str, containers: list[str], kinds: set[str]
 ) -> None:
     rendered = chart.render([_ci(stem)])
-    optional = {"Service", "NetworkPolicy", "ServiceMonitor", "Certificate"}
+    optional = {"Service", "NetworkPolicy", "ServiceMonitor", "Certificate", "PrometheusRule"}
 
     assert [c["name"] for c in rendered.pod_spec["containers"]] == containers
     assert {o["kind"] for o in rendered.objects} & optional == kinds
@@ -389,4 +397,92 @@ def test_the_ci_values_files_cover_every_mode_and_option() -> None:
         "dashboard.enabled",
         "tls.enabled",
         "policies.watch",
+        "prometheusRule.enabled",
     } <= flags
+
+
+# --------------------------------------------------------------------------- versions, timeouts
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "sets", "image"),
+    [
+        ("v1.29.0", [], "registry.k8s.io/kube-scheduler:v1.29.0"),
+        ("v1.37.2", [], "registry.k8s.io/kube-scheduler:v1.37.2"),
+        # providers' suffixes are no tags of the upstream image
+        ("v1.31.4-eks-1a2b3c", [], "registry.k8s.io/kube-scheduler:v1.31.4"),
+        ("v1.30.2+k3s1", [], "registry.k8s.io/kube-scheduler:v1.30.2"),
+        ("v1.31.4", ["scheduler.image.tag=v1.30.9"], "registry.k8s.io/kube-scheduler:v1.30.9"),
+    ],
+)
+def test_kube_scheduler_runs_the_clusters_version_unless_told_otherwise(
+    chart: Chart, kube_version: str, sets: list[str], image: str
+) -> None:
+    rendered = chart.render([_ci("default")], sets, kube_version=kube_version)
+    assert rendered.container("kube-scheduler")["image"] == image
+
+
+@pytest.mark.parametrize(
+    ("timeout", "deadline"),
+    [("5s", "3.75"), ("2s", "1.5"), ("1s", "0.75"), ("1500ms", "1.125"), ("1m30s", "67.5")],
+)
+def test_the_request_deadline_is_three_quarters_of_the_schedulers_http_timeout(
+    chart: Chart, timeout: str, deadline: str
+) -> None:
+    rendered = chart.render([_ci("default")], [f"extender.httpTimeout={timeout}"])
+    assert f"--request-deadline={deadline}" in rendered.container("extender")["args"]
+    assert rendered.scheduler_config()["extenders"][0]["httpTimeout"] == timeout
+
+
+# --------------------------------------------------------------------------- scraping
+
+
+def test_the_service_monitor_scrapes_kube_scheduler_with_a_token_in_scheduler_mode(
+    chart: Chart,
+) -> None:
+    rendered = chart.render([_ci("scheduler-observability")])
+    endpoints = {
+        e["port"]: e for e in rendered.get("ServiceMonitor", FULLNAME)["spec"]["endpoints"]
+    }
+    ports = {p["name"]: p for p in rendered.get("Service", FULLNAME)["spec"]["ports"]}
+
+    assert set(endpoints) == {"http", "scheduler"}
+    scheduler = endpoints["scheduler"]
+    assert (scheduler["scheme"], scheduler["path"]) == ("https", "/metrics")
+    assert scheduler["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert ports["scheduler"]["targetPort"] == "scheduler"
+    assert ports["scheduler"]["port"] == 10259
+    container_ports = {p["name"] for p in rendered.container("kube-scheduler")["ports"]}
+    assert "scheduler" in container_ports
+
+
+@pytest.mark.parametrize(
+    ("stem", "sets"),
+    [("observability", []), ("scheduler-observability", ["serviceMonitor.scheduler=false"])],
+)
+def test_without_a_scheduler_to_scrape_only_the_extender_is_scraped(
+    chart: Chart, stem: str, sets: list[str]
+) -> None:
+    rendered = chart.render([_ci(stem)], sets)
+    endpoints = rendered.get("ServiceMonitor", FULLNAME)["spec"]["endpoints"]
+    assert [e["port"] for e in endpoints] == ["http"]
+    assert [p["name"] for p in rendered.get("Service", FULLNAME)["spec"]["ports"]] == ["http"]
+
+
+# --------------------------------------------------------------------------- no policies
+
+
+def test_notes_warn_loudly_when_the_empty_policy_set_is_allowed(chart: Chart) -> None:
+    empty = chart.notes([_ci("default")])
+    given = chart.notes([_ci("inline-policies")])
+    assert "WARNING: NO POLICIES" in empty
+    assert "WARNING" not in given
+    assert "--request-deadline is 3.75s" in given
+
+
+def test_a_cluster_version_that_is_no_image_tag_asks_for_the_tag(chart: Chart) -> None:
+    with pytest.raises(HelmError) as refused:
+        chart.render([_ci("default")], kube_version="v1.30")
+    assert "set scheduler.image.tag" in str(refused.value)
+    rendered = chart.render([_ci("default")], ["scheduler.image.tag=v1.30.1"], kube_version="v1.30")
+    assert rendered.container("kube-scheduler")["image"].endswith(":v1.30.1")

@@ -12,6 +12,8 @@ import yaml
 
 from tests.chart.chart import CHART, Chart, HelmError
 
+ALLOW_EMPTY = "policies.allowEmpty=true"
+
 
 @pytest.mark.parametrize(
     ("sets", "message"),
@@ -72,14 +74,32 @@ from tests.chart.chart import CHART, Chart, HelmError
             "podDisruptionBudget.minAvailable and podDisruptionBudget.maxUnavailable are both set",
         ),
         (["service.clusterIP=10.0.0.9"], "service.clusterIP is set in scheduler mode"),
+        (["extender.httpTimeout=500ms"], "extender.httpTimeout is 500ms: at least 1s"),
+        (["prometheusRule.enabled=true"], "prometheusRule.enabled needs serviceMonitor.enabled"),
+        (
+            ["prometheusRule.latencyShareOfTimeout=2"],
+            "at '/prometheusRule/latencyShareOfTimeout': maximum",
+        ),
+        (["scheduler.image.tag=v1 .2"], "at '/scheduler/image/tag'"),
     ],
 )
 def test_bad_values_are_refused_with_a_message_that_names_them(
     chart: Chart, sets: list[str], message: str
 ) -> None:
     with pytest.raises(HelmError) as refused:
-        chart.render([], sets)
+        chart.render([], [ALLOW_EMPTY, *sets])
     assert message in str(refused.value)
+
+
+def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) -> None:
+    with pytest.raises(HelmError) as refused:
+        chart.render()
+    assert "no policies: neither policies.inline nor policies.existingConfigMap" in str(
+        refused.value
+    )
+    assert "policies.allowEmpty=true" in str(refused.value)
+    assert chart.render([], [ALLOW_EMPTY]).deployment
+    assert chart.render([], ["policies.existingConfigMap=mine"]).deployment
 
 
 @pytest.mark.parametrize(
@@ -93,7 +113,7 @@ def test_bad_values_are_refused_with_a_message_that_names_them(
     ],
 )
 def test_good_combinations_render(chart: Chart, sets: list[str]) -> None:
-    assert chart.render([], sets).deployment
+    assert chart.render([], [ALLOW_EMPTY, *sets]).deployment
 
 
 def _leaves(values: dict[str, Any], prefix: str = "") -> Iterator[str]:

@@ -185,8 +185,9 @@ def spot_and_on_demand(admin: KubeClient) -> str:
     return suffix
 
 
-def eventually(probe: Callable[[], T | None], timeout: float = 15.0, interval: float = 0.05) -> T:
-    """The first truthy value of `probe()`, polled until `timeout`."""
+def eventually(probe: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.05) -> T:
+    """The first truthy value of `probe()`, polled until `timeout` (generous: a limit on
+    a bug, not a promise of speed, which belongs in bench/)."""
     deadline = time.monotonic() + timeout
     while True:
         value = probe()

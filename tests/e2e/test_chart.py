@@ -11,9 +11,13 @@ policy directory the kubelet would mount, and the API server's address.
 from __future__ import annotations
 
 import json
+import re
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -165,6 +169,7 @@ def _path(obj: dict[str, Any], namespace: str) -> str:
 class Running:
     url: str
     rules: Path
+    scheduler_port: int
 
 
 def _service_account_kubeconfig(
@@ -282,7 +287,7 @@ def running(
         scheduler.start()
         # it leads once it holds the Lease, which only the chart's Role lets it write
         _wait_for_leader(admin, ns, scheduler)
-        yield Running(f"http://127.0.0.1:{port}", rules)
+        yield Running(f"http://127.0.0.1:{port}", rules, scheduler_port)
     finally:
         scheduler.stop()
         extender.stop()
@@ -376,3 +381,155 @@ def test_helm_upgrade_with_changed_policies_reloads_them_without_a_restart(
     while _served_policies(running.url) != ["critical-off-spot", "most-free-cpu"]:
         assert time.monotonic() < deadline, "the extender did not reload the upgraded policies"
         time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------- the new defaults
+
+
+def _deployment(admin: KubeClient, namespace: str) -> dict[str, Any]:
+    found: dict[str, Any] = admin.get(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments/{FULLNAME}"
+    )
+    return found
+
+
+def _containers(admin: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
+    spec = _deployment(admin, namespace)["spec"]["template"]["spec"]
+    return {c["name"]: c for c in spec["containers"]}
+
+
+def test_kube_scheduler_is_the_api_servers_version_by_default(
+    installed: Installed, admin: KubeClient
+) -> None:
+    served = admin.get("/version")["gitVersion"]
+    version = re.match(r"v[0-9]+\.[0-9]+\.[0-9]+", served)
+    assert version is not None, served
+    image = _containers(admin, installed.namespace)["kube-scheduler"]["image"]
+    assert image == f"registry.k8s.io/kube-scheduler:{version.group(0)}"
+
+
+def test_the_extender_answers_before_the_scheduler_gives_up(
+    installed: Installed, admin: KubeClient
+) -> None:
+    ns = installed.namespace
+    config = yaml.safe_load(
+        admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-scheduler")["data"]["config.yaml"]
+    )
+    assert config["extenders"][0]["httpTimeout"] == "5s"
+    assert "--request-deadline=3.75" in _containers(admin, ns)["extender"]["args"]
+
+
+def _scrape_scheduler(port: int, token: str | None) -> int:
+    """What kube-scheduler answers a scraper that does as the chart's ServiceMonitor says:
+    HTTPS without checking its certificate, with a bearer token."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
+            body = response.read().decode()
+            assert "scheduler_" in body
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _service_account_token(admin: KubeClient, namespace: str, name: str) -> str:
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
+    )
+    token: str = admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        },
+    )["status"]["token"]
+    return token
+
+
+def test_kube_schedulers_metrics_answer_a_scraper_allowed_to_get_them(
+    installed: Installed, running: Running, admin: KubeClient
+) -> None:
+    """The auth the chart README says the ServiceMonitor's scraper needs: a token whose
+    identity may `get` the non-resource URL /metrics; anyone else is refused."""
+    ns = installed.namespace
+    scraper = f"scraper-{uuid.uuid4().hex[:6]}"
+    allowed = _service_account_token(admin, ns, scraper)
+    stranger = _service_account_token(admin, ns, f"stranger-{uuid.uuid4().hex[:6]}")
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    admin.create(
+        f"{rbac}/clusterroles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": scraper},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        },
+    )
+    admin.create(
+        f"{rbac}/clusterrolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": scraper},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": scraper,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": scraper, "namespace": ns}],
+        },
+    )
+    try:
+        # RBAC reaches the authorizer a moment after the binding is stored
+        eventually(lambda: _scrape_scheduler(running.scheduler_port, allowed) == 200, timeout=60)
+        assert _scrape_scheduler(running.scheduler_port, stranger) == 403
+        assert _scrape_scheduler(running.scheduler_port, None) in (401, 403)
+    finally:
+        admin.delete(f"{rbac}/clusterrolebindings/{scraper}")
+        admin.delete(f"{rbac}/clusterroles/{scraper}")
+
+
+def test_an_install_without_policies_is_refused_unless_allowed(
+    control_plane: ControlPlane, admin: KubeClient, tmp_path: Path
+) -> None:
+    helm = _helm()
+    namespace = f"chart-empty-{uuid.uuid4().hex[:6]}"
+    admin.create_namespace(namespace)
+    release = Installed(namespace, helm, control_plane.admin_kubeconfig, False)
+    refused = subprocess.run(
+        [
+            str(helm),
+            "install",
+            "pe2e-empty",
+            str(CHART),
+            "--namespace",
+            namespace,
+            "--kubeconfig",
+            str(control_plane.admin_kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "no policies" in refused.stderr
+    listed = admin.get(f"/api/v1/namespaces/{namespace}/configmaps")["items"]
+    assert [c for c in listed if c["metadata"]["name"].startswith("pe2e-empty")] == []
+
+    notes = release.run("install", "pe2e-empty", str(CHART), "--set", "policies.allowEmpty=true")
+    try:
+        assert "WARNING: NO POLICIES" in notes
+        stored = admin.get(
+            f"/api/v1/namespaces/{namespace}/configmaps/pe2e-empty-policyext-policies"
+        )
+        assert not stored.get("data")
+    finally:
+        release.run("uninstall", "pe2e-empty")

@@ -135,6 +135,68 @@ def test_every_failing_rule_of_every_policy_is_reported_in_name_order() -> None:
     assert [r.rule_id for r in result.nodes[0].rejections] == ["a-policy/two", "b-policy/one"]
 
 
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ({"p": ["{name: a, expression: 'false', message: one}"]}, "one"),
+        (
+            {
+                "p": [
+                    "{name: a, expression: 'false', message: one}",
+                    "{name: b, expression: 'false'}",
+                ]
+            },
+            "one; p/b",
+        ),
+        (
+            {
+                "z": ["{name: a, expression: 'false', message: last}"],
+                "m": ["{name: a, expression: 'false', message: middle}"],
+                "b": ["{name: a, expression: 'false', message: first}"],
+            },
+            "first; middle; last",
+        ),
+        (
+            {
+                "b": ["{name: a, expression: 'false', message: same}"],
+                "a": [
+                    "{name: x, expression: 'false', message: same}",
+                    "{name: y, expression: 'false', message: other}",
+                ],
+            },
+            "same; other",
+        ),
+        (
+            {
+                "p": [
+                    "{name: a, expression: 'false', message: kept}",
+                    "{name: audit, mode: Audit, expression: 'false', message: audit}",
+                    "{name: ignored, failurePolicy: Ignore, expression: 'int(node.metadata.labels.x) == 1'}",
+                    "{name: failed, expression: 'int(node.metadata.labels.x) == 1'}",
+                    "{name: why, expression: 'false', messageExpression: \"'on ' + 'every node'\"}",
+                ]
+            },
+            "kept; p/failed could not be evaluated; on every node",
+        ),
+    ],
+    ids=[
+        "one rule",
+        "two rules of a policy, in file order",
+        "policies in name order",
+        "a message given twice is kept once",
+        "Audit rules and ignored errors are not rejections",
+    ],
+)
+def test_a_node_s_message_names_every_rule_that_rejected_it(
+    rules: dict[str, list[str]], message: str
+) -> None:
+    texts = [
+        policy(name, "filters:\n" + "".join(f"- {r}\n" for r in rs)) for name, rs in rules.items()
+    ]
+    result = run(policies(*texts), pod(), NODES[:1])
+    assert result.nodes[0].message() == message
+
+
 def score_policy(rules: str, name: str = "s") -> str:
     return policy(name, f"scores:\n{rules}")
 

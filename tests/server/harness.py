@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules"
 CLUSTER = REPO / "examples" / "cluster.yaml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 
 
@@ -98,7 +98,7 @@ class ExtenderServer:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def connection(
-        self, context: ssl.SSLContext | None = None, timeout: float = 10.0
+        self, context: ssl.SSLContext | None = None, timeout: float = 60.0
     ) -> http.client.HTTPConnection:
         context = context or self.tls
         if context is not None:

@@ -49,7 +49,7 @@ def test_a_filter_answer_writes_one_line_with_pod_version_counts_rejections_and_
     }
     assert record["errors"] == 2
     assert isinstance(record["ms"], float | int)
-    assert 0 <= record["ms"] < 5000
+    assert record["ms"] >= 0
 
 
 def test_a_prioritize_answer_writes_one_line_too(demo_server: ExtenderServer) -> None:

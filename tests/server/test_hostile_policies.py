@@ -8,7 +8,6 @@ nodes (docs/reliability.md has the figures)."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from tests.server.kube import fixture
 # two nodes: a rule that spends its whole budget on each node costs about a budget's
 # worth of CPU time per node (see docs/reliability.md), which the test keeps small
 REQUEST = {**fixture("filter-names.request.json"), "NodeNames": ["general-a", "spot-c"]}
-SCHEDULER_TIMEOUT = 5.0
 
 
 @pytest.mark.parametrize("rule", LOAD_TIME, ids=[r.name for r in LOAD_TIME])
@@ -56,26 +54,18 @@ def hostile_server(
 
 
 @pytest.fixture(scope="module")
-def timed_filter(hostile_server: ExtenderServer) -> tuple[Any, float]:
-    started = time.perf_counter()
+def hostile_filter(hostile_server: ExtenderServer) -> Any:
     reply = hostile_server.post_json("/filter", REQUEST)
-    seconds = time.perf_counter() - started
     assert reply.status == 200, reply.body
-    return reply.json(), seconds
+    return reply.json()
 
 
 def test_the_other_policies_decide_as_they_do_without_the_hostile_ones(
-    timed_filter: tuple[Any, float], demo_server: ExtenderServer
+    hostile_filter: Any, demo_server: ExtenderServer
 ) -> None:
     without = demo_server.post_json("/filter", REQUEST).json()
-    assert timed_filter[0] == without
+    assert hostile_filter == without
     assert without["FailedAndUnresolvableNodes"]  # the example policies do reject a node
-
-
-def test_the_filter_call_answers_well_within_the_schedulers_timeout(
-    timed_filter: tuple[Any, float],
-) -> None:
-    assert timed_filter[1] < SCHEDULER_TIMEOUT, f"{timed_filter[1]:.2f} s"
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +96,6 @@ def test_explain_shows_each_hostile_rule_stopped_by_the_budget_on_every_node(
 
 
 DEADLINE = 0.5
-# past the deadline, one evaluation already running finishes (its cost budget bounds it)
-OVERSHOOT = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -121,17 +109,15 @@ def hurried_server(
 
 
 @pytest.mark.parametrize("verb", ["filter", "explain"])  # (the hostile rules are filters)
-def test_a_request_over_every_node_is_answered_soon_after_its_deadline(
+def test_a_request_over_every_node_is_ended_by_its_deadline(
     hurried_server: ExtenderServer, verb: str
 ) -> None:
     """Every node of the demo cluster (each rule costs a whole budget per node: far more
-    than the scheduler's timeout in all) is answered by the deadline plus one evaluation."""
+    than the scheduler's timeout in all) is answered once the deadline has passed, and the
+    deadline is what ended it (how soon after it is bench/hostile_policies.py's)."""
     request = {**fixture("filter-names.request.json")}
-    started = time.perf_counter()
     reply = hurried_server.post_json(f"/{verb}", request)
-    seconds = time.perf_counter() - started
     assert reply.status == 200, reply.body
-    assert seconds < DEADLINE + OVERSHOOT, f"{seconds:.2f} s"
     metrics = hurried_server.get("/metrics").body.decode()
     assert re.search(
         rf'^policyext_request_deadline_exceeded_total\{{verb="{verb}"\}} [1-9]', metrics, re.M

@@ -61,12 +61,6 @@ class MovingSource(SnapshotSource):
         self.moved += 1
 
 
-class UntoldSource(SnapshotSource):
-    """A source that does not say when its nodes change."""
-
-    generation = None  # type: ignore[assignment]
-
-
 def _filter(
     policy_set: PolicySet,
     source: SnapshotSource,
@@ -180,12 +174,10 @@ NODE_MESSAGE = policy(
     [
         (PER_NODE_MESSAGE, MovingSource),
         (NODE_MESSAGE, MovingSource),
-        (SPOT_AND_CPU, UntoldSource),
     ],
     ids=[
         "a message written per pod",
         "a message written per node",
-        "a source without a generation",
     ],
 )
 def test_replies_are_not_remembered_when_they_may_depend_on_more_than_the_signature(
@@ -276,11 +268,11 @@ def _bound_pod() -> dict[str, Any]:
 
 
 CLUSTER_CHANGES: list[tuple[str, Callable[[Any], None]]] = [
-    ("a node is added", lambda s: s._apply_node("ADDED", _cluster_node("1"))),
-    ("a node changes", lambda s: s._apply_node("MODIFIED", _cluster_node("2", "on-demand"))),
-    ("a pod is bound to it", lambda s: s._apply_pod("ADDED", _bound_pod())),
-    ("the pod goes", lambda s: s._apply_pod("DELETED", _bound_pod())),
-    ("the node goes", lambda s: s._apply_node("DELETED", _cluster_node("2"))),
+    ("a node is added", lambda s: s.apply("nodes", "ADDED", _cluster_node("1"))),
+    ("a node changes", lambda s: s.apply("nodes", "MODIFIED", _cluster_node("2", "on-demand"))),
+    ("a pod is bound to it", lambda s: s.apply("pods", "ADDED", _bound_pod())),
+    ("the pod goes", lambda s: s.apply("pods", "DELETED", _bound_pod())),
+    ("the node goes", lambda s: s.apply("nodes", "DELETED", _cluster_node("2"))),
 ]
 
 
@@ -291,7 +283,7 @@ def test_the_cluster_source_generation_advances_with_every_change_a_reply_depend
         change(source)
         seen.append(source.generation)
     assert seen == sorted(set(seen))  # each change a new, larger generation
-    source._apply_node("MODIFIED", _cluster_node("3"))  # a node it no longer has: re-added
+    source.apply("nodes", "MODIFIED", _cluster_node("3"))  # a node it no longer has: re-added
     assert source.generation > seen[-1]
 
 

@@ -16,11 +16,19 @@ from policyext.policy.engine import evaluate
 from tests.server.harness import CLUSTER, FIXTURES, RULES, ExtenderServer, start_server
 from tests.server.kube import Json, args_with_nodes, fixture, node, pod
 from tests.server.metrics_scrape import Scrape, worker_pids, worker_scrape
+from tests.server.test_chunked_framing import exchange
 
 FAMILIES = {
     "policyext_request_duration_seconds": ("histogram", {"verb"}),
     "policyext_request_nodes": ("histogram", {"verb"}),
     "policyext_requests": ("counter", {"verb", "code"}),
+    "policyext_endpoint_requests": ("counter", {"endpoint", "code"}),
+    "policyext_refused_requests": ("counter", {"code"}),
+    "policyext_build_info": ("gauge", {"version", "python"}),
+    "policyext_pods_without_feasible_node": ("counter", set()),
+    "policyext_rule_audit_scores": ("counter", {"policy", "rule"}),
+    "policyext_rule_audit_score_points": ("counter", {"policy", "rule"}),
+    "policyext_policies_loaded": ("gauge", set()),
     "policyext_evaluations": ("counter", set()),
     "policyext_evaluation_errors": ("counter", set()),
     "policyext_rule_rejections": ("counter", {"policy", "rule"}),
@@ -100,19 +108,31 @@ def test_a_filter_request_is_counted_in_latency_nodes_rejections_errors_and_eval
     assert delta("policyext_rule_rejections_total") == 3
 
 
+VERB = "policyext_requests_total"
+ENDPOINT = "policyext_endpoint_requests_total"
+
+
 @pytest.mark.parametrize(
-    ("method", "path", "body", "verb", "code"),
+    ("method", "path", "body", "family", "labels"),
     [
-        ("POST", "/prioritize", FILTER_REQUEST, "prioritize", "200"),
-        ("POST", "/explain", FILTER_REQUEST, "explain", "200"),
-        ("POST", "/filter", [], "filter", "400"),
-        ("POST", "/bind", {"PodName": "p"}, "bind", "400"),
-        ("GET", "/filter", None, "filter", "405"),
-        ("GET", "/healthz", None, "healthz", "200"),
+        ("POST", "/prioritize", FILTER_REQUEST, VERB, {"verb": "prioritize", "code": "200"}),
+        ("POST", "/explain", FILTER_REQUEST, VERB, {"verb": "explain", "code": "200"}),
+        ("POST", "/filter", [], VERB, {"verb": "filter", "code": "400"}),
+        ("POST", "/bind", {"PodName": "p"}, VERB, {"verb": "bind", "code": "400"}),
+        ("GET", "/filter", None, VERB, {"verb": "filter", "code": "405"}),
+        ("GET", "/healthz", None, ENDPOINT, {"endpoint": "healthz", "code": "200"}),
+        ("GET", "/readyz", None, ENDPOINT, {"endpoint": "readyz", "code": "200"}),
+        ("GET", "/policies", None, ENDPOINT, {"endpoint": "policies", "code": "200"}),
+        ("GET", "/nothing-here", None, ENDPOINT, {"endpoint": "unknown", "code": "404"}),
     ],
 )
-def test_every_answer_is_counted_once_by_verb_and_status_code(
-    demo_server: ExtenderServer, method: str, path: str, body: object, verb: str, code: str
+def test_every_answer_is_counted_once_the_verbs_apart_from_the_other_endpoints(
+    demo_server: ExtenderServer,
+    method: str,
+    path: str,
+    body: object,
+    family: str,
+    labels: dict[str, str],
 ) -> None:
     before = scrape(demo_server)
     if body is None:
@@ -120,9 +140,71 @@ def test_every_answer_is_counted_once_by_verb_and_status_code(
     else:
         demo_server.post_json(path, body)
     delta = _delta(before, scrape(demo_server))
-    assert delta("policyext_requests_total", verb=verb, code=code) == 1
-    # the scrape in between counts itself, nothing else may have moved
-    assert delta("policyext_requests_total") == 2
+    assert delta(family, **labels) == 1
+    # the scrape in between counts itself (an endpoint), nothing else may have moved
+    assert delta(VERB) == (1 if family == VERB else 0)
+    assert delta(ENDPOINT) == (1 if family == VERB else 2)
+    assert delta(ENDPOINT, endpoint="metrics", code="200") == 1
+
+
+def test_no_verb_series_carries_an_operational_endpoint(demo_server: ExtenderServer) -> None:
+    for path in ("/healthz", "/readyz", "/policies", "/metrics"):
+        demo_server.get(path)
+    verbs = {
+        dict(ls)["verb"]
+        for (name, ls) in scrape(demo_server).samples
+        if name == "policyext_requests_total"
+    }
+    assert verbs <= {"filter", "prioritize", "preempt", "bind", "explain"}
+
+
+def test_the_build_info_says_which_version_serves(demo_server: ExtenderServer) -> None:
+    from importlib.metadata import version
+
+    found = scrape(demo_server)
+    [(labels, value)] = [
+        (dict(ls), v) for (n, ls), v in found.samples.items() if n == "policyext_build_info"
+    ]
+    assert labels["version"] == version("policyext")
+    assert value == 1
+
+
+def test_a_filter_that_leaves_no_feasible_node_is_counted(demo_server: ExtenderServer) -> None:
+    critical = FILTER_REQUEST["Pod"]  # kept off spot nodes
+    meta = {**critical["metadata"], "name": "nowhere"}
+    before = scrape(demo_server)
+    feasible = demo_server.post_json("/filter", {**FILTER_REQUEST, "NodeNames": ["general-a"]})
+    nowhere = demo_server.post_json(
+        "/filter", {"Pod": {**critical, "metadata": meta}, "NodeNames": ["spot-c"]}
+    )
+    after = scrape(demo_server)
+
+    assert feasible.json()["NodeNames"] == ["general-a"]
+    assert nowhere.json()["NodeNames"] == []
+    assert _delta(before, after)("policyext_pods_without_feasible_node_total") == 1
+
+
+# refused by the worker's own framing, before gunicorn parses anything
+TOO_LARGE = (
+    b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 999999999999\r\n\r\n{}"
+)
+
+
+def test_a_request_the_http_server_refuses_is_counted_by_its_status(
+    demo_server: ExtenderServer,
+) -> None:
+    before = scrape(demo_server)
+    long_url = demo_server.request("GET", "/healthz?" + "a" * 10_000)
+    assert long_url.status == 414
+    big_header = demo_server.request("GET", "/healthz", headers={"X-Padding": "a" * 20_000})
+    assert big_header.status == 431
+    too_large, _, _ = exchange(demo_server, TOO_LARGE)
+    assert too_large == 413
+    delta = _delta(before, scrape(demo_server))
+    assert delta("policyext_refused_requests_total", code="414") == 1
+    assert delta("policyext_refused_requests_total", code="431") == 1
+    assert delta("policyext_refused_requests_total", code="413") == 1
 
 
 def test_unknown_paths_do_not_create_a_series_each(demo_server: ExtenderServer) -> None:

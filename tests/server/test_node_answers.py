@@ -116,10 +116,9 @@ def _bound(name: str, node_name: str, cpu: str) -> dict[str, Any]:
 
 def _cluster() -> ClusterSource:
     source = ClusterSource(k8s.ApiClient())
-    for reflector in (source._nodes, source._pod_watch):
-        reflector.synced.set()  # as after the first lists
-    for i, name in enumerate(NAMES):
-        source._apply_node("ADDED", _node(name, 1, "spot" if i % 3 == 0 else "on-demand"))
+    nodes = [_node(name, 1, "spot" if i % 3 == 0 else "on-demand") for i, name in enumerate(NAMES)]
+    source.replace("nodes", nodes)  # as the first lists do
+    source.replace("pods", [])
     return source
 
 
@@ -193,17 +192,17 @@ def test_replies_built_from_remembered_parts_equal_fresh_evaluations(
             feasible = wire.decode(remembered[0].body)["NodeNames"]
             if feasible:
                 name = f"p{step}"
-                source._apply_pod("ADDED", _bound(name, rng.choice(feasible), "1"))
+                source.apply("pods", "ADDED", _bound(name, rng.choice(feasible), "1"))
                 bound.append(name)
         elif roll < 0.65 and bound:
-            source._apply_pod("DELETED", _bound(bound.pop(0), "", "1"))
+            source.apply("pods", "DELETED", _bound(bound.pop(0), "", "1"))
         elif roll < 0.8:
             lifecycle = rng.choice(["spot", "on-demand"])
-            source._apply_node("MODIFIED", _node(rng.choice(NAMES), next(versions), lifecycle))
+            source.apply("nodes", "MODIFIED", _node(rng.choice(NAMES), next(versions), lifecycle))
         elif roll < 0.9:
-            source._apply_node("DELETED", _node(rng.choice(NAMES), next(versions), "spot"))
+            source.apply("nodes", "DELETED", _node(rng.choice(NAMES), next(versions), "spot"))
         else:
-            source._apply_node("ADDED", _node(rng.choice(NAMES), next(versions), "on-demand"))
+            source.apply("nodes", "ADDED", _node(rng.choice(NAMES), next(versions), "on-demand"))
 
 
 def _evaluations(result: verbs.VerbResult) -> int:
@@ -216,7 +215,7 @@ def test_after_a_binding_only_the_node_that_changed_is_evaluated_again(verb: str
     policy_set, source, memo = policies(PLACEMENT), _cluster(), verbs.Memo()
     run = verbs.run_filter if verb == "filter" else verbs.run_prioritize
     first = run(policy_set, source, _args(PODS[2], NAMES), NOW, memo)
-    source._apply_pod("ADDED", _bound("db-0", "n1", "1"))
+    source.apply("pods", "ADDED", _bound("db-0", "n1", "1"))
     replica = run(policy_set, source, _args(PODS[3], NAMES), NOW, memo)
     # nothing changed but n1: its rules, and the pod's own side, are all that is evaluated
     pod_side = run(policy_set, source, _args(PODS[3], NAMES), NOW, memo)

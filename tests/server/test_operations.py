@@ -355,7 +355,8 @@ def test_config_with_a_scheduler_name_prints_a_whole_kube_scheduler_configuratio
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     config = _config(capsys, "--scheduler-name", "policy-scheduler")
-    assert list(config) == ["apiVersion", "kind", "profiles", "extenders"]
+    assert list(config) == ["apiVersion", "kind", "leaderElection", "profiles", "extenders"]
+    assert config["leaderElection"] == {"leaderElect": False}
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert config["kind"] == "KubeSchedulerConfiguration"
     assert config["profiles"] == [{"schedulerName": "policy-scheduler"}]

@@ -4,6 +4,7 @@ swap of a mounted ConfigMap — and a rejected update changes nothing that is se
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,9 @@ from tests.server.metrics_scrape import Scrape
 REQUEST = Path(__file__).resolve().parents[2] / "examples" / "filter-request.json"
 NOT_DEDICATED = rejecting("a", "dedicated")  # refuses payments-b
 NO_GPU = rejecting("b", "nvidia.com/gpu.present")  # refuses gpu-a
-RELOAD_DEADLINE = 2.0
+# a limit on a bug (a reload that never comes), not a promise of speed: a change is served
+# about a second after it (one poll), which bench/load.py --reload measures under load
+WAIT_LIMIT = 60.0
 
 
 def rejected(server: ExtenderServer) -> set[str]:
@@ -29,37 +32,64 @@ def rejected(server: ExtenderServer) -> set[str]:
     return {n for n, m in (reply.get("FailedNodes") or {}).items() if "refused" in m}
 
 
-def until(condition: Callable[[], bool], timeout: float = RELOAD_DEADLINE) -> float:
-    """Seconds until `condition` held; fails the test after `timeout`."""
+class WorkerLog:
+    """What each worker (by pid) logged about its policies since `mark()`: every worker
+    polls and reloads on its own, so agreeing replies do not show that all of them did."""
+
+    def __init__(self, server: ExtenderServer) -> None:
+        self.server = server
+        self.start = 0
+
+    def mark(self) -> None:
+        self.start = len(self.server.stderr_text())
+
+    def serving(self) -> dict[str, str]:
+        """pid -> the version it last said it serves."""
+        return self._last(r"\[(\d+)\] INFO policyext: serving policy version (\w+) from")
+
+    def rejected(self) -> dict[str, str]:
+        """pid -> the version it kept serving when it last refused an update."""
+        return self._last(r"\[(\d+)\] ERROR policyext: policies from .* rejected; version (\w+)")
+
+    def _last(self, pattern: str) -> dict[str, str]:
+        text = self.server.stderr_text()[self.start :]
+        return {m.group(1): m.group(2) for m in re.finditer(pattern, text)}
+
+
+def until(condition: Callable[[], bool], timeout: float = WAIT_LIMIT) -> None:
+    """Wait for `condition`; fail the test if it never holds."""
     started = time.monotonic()
     while not condition():
         if time.monotonic() - started > timeout:
-            pytest.fail(f"not within {timeout} s")
+            pytest.fail(f"still not so after {timeout} s")
         time.sleep(0.05)
-    return time.monotonic() - started
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
-def test_a_projected_configmap_update_is_served_within_two_seconds_and_a_bad_one_never(
+def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_never(
     serve: ServerFactory, tmp_path: Path, workers: int
 ) -> None:
     rules = project(tmp_path / "rules", {"policy.yaml": NOT_DEDICATED})
     server = serve("--workers", str(workers), rules=[rules])
+    log = WorkerLog(server)
     assert rejected(server) == {"payments-b"}
     first = server.get("/policies").json()["version"]
 
+    log.mark()
     project(rules, {"policy.yaml": NO_GPU})
-    until(lambda: all(rejected(server) == {"gpu-a"} for _ in range(4 * workers)))
+    # every worker, not just the ones that happened to answer: a worker that has not
+    # loaded this version when the broken one comes keeps serving the first set
+    until(lambda: len(log.serving()) == workers)
+    assert set(log.serving().values()) != {first}
+    assert all(rejected(server) == {"gpu-a"} for _ in range(4 * workers))
     second = server.get("/policies").json()
     assert second["version"] != first and second["lastReload"]["ok"] is True
+    assert set(log.serving().values()) == {second["version"]}
 
+    log.mark()
     project(rules, {"policy.yaml": NO_GPU, "broken.yaml": BROKEN})
-    # each worker reloads on its own: wait until every answer comes after the reload
-    until(
-        lambda: all(
-            server.get("/policies").json()["lastReload"]["ok"] is False for _ in range(4 * workers)
-        )
-    )
+    until(lambda: len(log.rejected()) == workers)
+    assert set(log.rejected().values()) == {second["version"]}, "each kept the last good set"
     after = server.get("/policies").json()
     assert after["version"] == second["version"], "the last good set keeps serving"
     assert after["lastReload"]["errors"][0].startswith(f"{rules / 'broken.yaml'}:8:")
@@ -73,10 +103,11 @@ def test_a_projected_configmap_update_is_served_within_two_seconds_and_a_bad_one
     assert metrics.total("policyext_policy_reloads_total", {"result": "failed"}) >= workers
     assert metrics.value("policyext_policy_last_reload_success") == 0
 
+    log.mark()
     project(rules, {"policy.yaml": NOT_DEDICATED})
-    until(
-        lambda: all(server.get("/policies").json()["version"] == first for _ in range(4 * workers))
-    )
-    assert rejected(server) == {"payments-b"}
+    until(lambda: len(log.serving()) == workers)
+    assert set(log.serving().values()) == {first}
+    for _ in range(4 * workers):
+        assert rejected(server) == {"payments-b"}
     metrics = Scrape(server.get("/metrics").body.decode())
     assert metrics.value("policyext_policy_last_reload_success") == 1

@@ -81,7 +81,7 @@ def test_https_serves_the_verbs_to_a_client_that_verifies_the_server(
 
 
 def test_plain_http_gets_no_answer_from_an_https_server(https_server: ExtenderServer) -> None:
-    conn = http.client.HTTPConnection(https_server.host, https_server.port, timeout=5)
+    conn = http.client.HTTPConnection(https_server.host, https_server.port, timeout=60)
     try:
         conn.request("GET", "/healthz")
         response = conn.getresponse()
@@ -140,7 +140,7 @@ def old_tls_client_works(pki: Pki) -> Iterator[None]:
     client = client_context(pki.ca, maximum=ssl.TLSVersion.TLSv1_1)
     try:
         with (
-            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            socket.create_connection(("127.0.0.1", port), timeout=60) as raw,
             client.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
         ):
             negotiated = tls.version()

@@ -67,32 +67,34 @@ def test_a_busy_connection_does_not_keep_another_one_waiting(one_thread: Extende
     worker = threading.Thread(target=hammer)
     worker.start()
     try:
-        time.sleep(0.3)
+        while busy_calls[0] < 5:  # the busy connection is being served back to back
+            time.sleep(0.01)
         other = one_thread.connection()
-        waits = []
+        waited = []  # the busy connection's calls answered while one health check waited
         for _ in range(10):
-            started = time.perf_counter()
+            before = busy_calls[0]
             assert send(other, "GET", "/healthz").status == 200
-            waits.append(time.perf_counter() - started)
-            time.sleep(0.02)
+            waited.append(busy_calls[0] - before)
         other.close()
     finally:
         stop.set()
         worker.join()
-    assert busy_calls[0] > 20  # the busy connection was served all along
-    # served within a call or two of the busy connection's, not after a run of them
-    assert statistics.median(waits) < 0.05, waits
+    # served within a call or two of the busy connection's, not after a run of them (a
+    # thread answers at most MAX_IN_A_ROW calls of one connection in a row)
+    assert statistics.median(waited) <= 2, waited
 
 
-def test_stopping_is_not_delayed_by_an_idle_kept_alive_connection(
+def test_stopping_closes_an_idle_kept_alive_connection_and_exits_cleanly(
     serve: ServerFactory,
 ) -> None:
+    """The worker keeps an idle kept-alive connection a moment for a request already on
+    its way (gunicorn's STOP_KEEPALIVE_LINGER), then closes it rather than wait out its
+    keepalive timeout (75 s)."""
     server = serve("--workers", "1", "--threads", "2")
-    conn = server.connection()
+    conn = server.connection(timeout=60)
     assert send(conn, "POST", "/filter", NAMES, JSON).status == 200
-    started = time.monotonic()
     assert server.stop() == 0
-    assert time.monotonic() - started < 5.0  # gunicorn's linger for kept-alive connections
+    assert conn.sock.recv(1) == b"", "the server closed the kept-alive connection"
     conn.close()
 
 

@@ -130,3 +130,41 @@ httpGet:
   scheme: {{ ternary "HTTPS" "HTTP" $.Values.tls.enabled }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+A Go duration ("5s", "1m30s", "500ms") in seconds, as a number: Helm has no duration type,
+and the extender's --request-deadline is derived from the scheduler's httpTimeout.
+*/}}
+{{- define "policyext.seconds" -}}
+{{- $total := 0.0 -}}
+{{- $units := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 -}}
+{{- range regexFindAll "[0-9.]+(ns|us|µs|ms|s|m|h)" . -1 -}}
+{{- $number := regexFind "^[0-9.]+" . -}}
+{{- $total = addf $total (mulf (float64 $number) (get $units (trimPrefix $number .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+The extender's --request-deadline: three quarters of the scheduler's httpTimeout, so that
+the extender answers (what the deadline stopped failing as its failurePolicy says) while
+the scheduler still waits, with a quarter left for reading the request and sending the
+reply.
+*/}}
+{{- define "policyext.requestDeadline" -}}
+{{- printf "%g" (mulf (include "policyext.seconds" .Values.extender.httpTimeout | float64) 0.75) -}}
+{{- end -}}
+
+{{/*
+kube-scheduler's image tag: the value given, else the cluster's own version (the version
+skew policy forbids a scheduler newer than the API server). Providers' suffixes
+(v1.31.4-eks-..., v1.30.2+k3s1) are not tags of the upstream image: only vMAJOR.MINOR.PATCH.
+*/}}
+{{- define "policyext.schedulerTag" -}}
+{{- .Values.scheduler.image.tag | default (regexFind "^v[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+
+{{/* Whether the release serves no policy at all (allowed only with policies.allowEmpty). */}}
+{{- define "policyext.noPolicies" -}}
+{{- if not (or .Values.policies.inline .Values.policies.existingConfigMap) -}}true{{- end -}}
+{{- end -}}

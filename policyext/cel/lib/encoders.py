@@ -11,8 +11,9 @@ import binascii
 import math
 from typing import Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 ENCODERS_LIBRARY: Final = Library("encoders")
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Final, TypeGuard
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.strings import scan_cost
 from policyext.cel.values import (
@@ -25,6 +25,7 @@ from policyext.cel.values import (
     Duration,
     Timestamp,
     UInt,
+    no_such_overload,
     type_name,
 )
 
@@ -144,14 +145,14 @@ def format_value(value: object) -> str:
     if isinstance(value, int):
         return str(int(value))
     if isinstance(value, float):
-        return _shortest_decimal(value)
+        return _go_g(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(format_value(v) for v in value) + "]"
+        return "[" + ", ".join(_member(v) for v in value) + "]"
     if isinstance(value, dict):
-        entries = sorted((format_value(k), format_value(v)) for k, v in value.items())
-        return "{" + ", ".join(f"{k}: {v}" for k, v in entries) + "}"
+        entries = sorted((_key(k), _member(v)) for k, v in value.items())
+        return "{" + ", ".join(f"{k}:{v}" for k, v in entries) + "}"
     if isinstance(value, Duration):
         return _format_seconds(value) + "s"
     if isinstance(value, Timestamp):
@@ -164,30 +165,100 @@ def format_value(value: object) -> str:
     )
 
 
-def _special_double(value: float) -> str | None:
+def _member(value: object) -> str:
+    """An element of a list or a map's value inside `%s`: strings and bytes quoted, doubles
+    with six decimals, durations and timestamps as the calls that make them."""
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, bytes):
+        return "b" + _go_quote(value.decode("utf-8", errors="replace"))
+    if isinstance(value, float):
+        text = _go_fixed(value, DEFAULT_PRECISION)
+        return f'"{text}"' if math.isnan(value) or math.isinf(value) else text
+    if isinstance(value, Timestamp):
+        return f'timestamp("{_format_rfc3339(value)}")'
+    if isinstance(value, Duration):
+        return f'duration("{_format_seconds(value)}s")'
+    return format_value(value)
+
+
+def _key(value: object) -> str:
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, bool) or _is_integer(value):
+        return format_value(value)
+    raise _FormatError(f"no formatting function for map key of type {type_name(value)}")
+
+
+_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+
+
+def _go_quote(text: str) -> str:
+    """A string quoted as Go's %q quotes it."""
+    out = ['"']
+    for ch in text:
+        escaped = _ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _go_special(value: float) -> str | None:
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
+        return "+Inf" if value > 0 else "-Inf"
     return None
 
 
-def _shortest_decimal(value: float) -> str:
-    """The fewest digits that read back as `value`, never in exponent form (Go's 'f', -1)."""
-    special = _special_double(value)
+def _go_g(value: float) -> str:
+    """Go's %g: the shortest digits that read back as `value`, in exponent form when the
+    exponent is below -4 or at least 6."""
+    special = _go_special(value)
     if special is not None:
         return special
-    text = format(Decimal(repr(value)), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    point = len(text) + int(exponent)  # where the decimal point goes
+    minus = "-" if sign else ""
+    if point - 1 < -4 or point - 1 >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mantissa}e{'-' if point - 1 < 0 else '+'}{abs(point - 1):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return f"{minus}{text}{'0' * (point - len(text))}"
+    return f"{minus}{text[:point]}.{text[point:]}"
+
+
+def _go_fixed(value: float, precision: int) -> str:
+    return _go_special(value) or f"{value:.{precision}f}"
 
 
 def _format_seconds(d: Duration) -> str:
     # as Go's Duration.Seconds(): whole seconds and nanoseconds, each converted to a double
     whole, frac = divmod(abs(d.nanos), NANOS_PER_SECOND)
     sign = -1 if d.nanos < 0 else 1
-    return _shortest_decimal(sign * (float(whole) + float(frac) / 1e9))
+    number = sign * (float(whole) + float(frac) / 1e9)
+    text = format(Decimal(repr(number)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _format_rfc3339(t: Timestamp) -> str:
@@ -208,27 +279,45 @@ def _is_integer(value: object) -> TypeGuard[int]:
 def _decimal(value: object) -> str:
     if _is_integer(value):
         return str(int(value))
-    if type(value) is float:
-        return _shortest_decimal(value)
     raise _FormatError(f"decimal clause can only be used on integers, was given {type_name(value)}")
+
+
+_SPECIAL_STRINGS: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def _as_double(value: object, clause: str) -> float:
     if type(value) is float:
         return value
-    if _is_integer(value):
-        return float(value)
+    if type(value) is str and value in _SPECIAL_STRINGS:
+        return _SPECIAL_STRINGS[value]
     raise _FormatError(f"{clause} clause can only be used on doubles, was given {type_name(value)}")
 
 
 def _fixed(value: object, precision: int) -> str:
+    """As Kubernetes prints it: the digits grouped by thousands (an English locale)."""
     number = _as_double(value, "fixed-point")
-    return _special_double(number) or f"{number:.{precision}f}"
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "∞" if number > 0 else "-∞"
+    return f"{number:,.{precision}f}"
 
 
-def _scientific(value: object, precision: int) -> str:
+_SUPERSCRIPTS: Final = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _scientific(value: object, _precision: int) -> str:
+    """As Kubernetes prints it: six decimals whatever the precision asked (cel-go reads it
+    as a width), then `×10` and the exponent in superscript digits."""
     number = _as_double(value, "scientific")
-    return _special_double(number) or f"{number:.{precision}e}"
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "∞" if number > 0 else "-∞"
+    mantissa, exponent = f"{number:.{DEFAULT_PRECISION}e}".split("e")
+    power = int(exponent)
+    digits = f"{'-' if power < 0 else ''}{abs(power):02d}"
+    return f"{mantissa}×10{digits.translate(_SUPERSCRIPTS)}"
 
 
 def _binary(value: object) -> str:
@@ -260,3 +349,69 @@ def _hex(value: object, *, upper: bool) -> str:
             f"was given {type_name(value)}"
         )
     return text.upper() if upper else text
+
+
+# -- the check of a constant format string ------------------------------------------------
+_STRING_KINDS: Final = frozenset(
+    (
+        "string",
+        "bytes",
+        "bool",
+        "null_type",
+        "type",
+        "int",
+        "uint",
+        "double",
+        "list",
+        "map",
+        "google.protobuf.Timestamp",
+        "google.protobuf.Duration",
+    )
+)
+_INTEGERS: Final = frozenset(("int", "uint"))
+_HEX: Final = _INTEGERS | {"string", "bytes"}
+_CLAUSE_KINDS: Final = {
+    "s": (
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
+        "types, durations, and timestamps",
+        _STRING_KINDS,
+    ),
+    "d": ("decimal clause can only be used on integers", _INTEGERS),
+    "f": ("fixed-point clause can only be used on doubles", frozenset(("double",))),
+    "e": ("scientific clause can only be used on doubles", frozenset(("double",))),
+    "b": ("only integers and bools can be formatted as binary", _INTEGERS | {"bool"}),
+    "o": ("octal clause can only be used on integers", _INTEGERS),
+    "x": ("only integers, byte buffers, and strings can be formatted as hex", _HEX),
+    "X": ("only integers, byte buffers, and strings can be formatted as hex", _HEX),
+}
+
+
+def check_format(template: str, kinds: list[str]) -> str | None:
+    """What is wrong with `template.format([...])` given the kinds of the list's elements
+    (`dyn` where unknown), as Kubernetes checks a constant format string when the
+    expression is compiled; None when nothing is."""
+    i, n, used = 0, len(template), 0
+    while i < n:
+        if template[i] != "%":
+            i += 1
+            continue
+        if i + 1 < n and template[i + 1] == "%":
+            i += 2
+            continue
+        if i + 1 >= n:
+            return "unexpected end of string"
+        try:
+            consumed, _ = _parse_clause(template, i + 1)
+        except _FormatError as e:
+            return f"could not parse formatting clause: {e}"
+        if used >= len(kinds):
+            return f"index {used} out of range"
+        rule, accepted = _CLAUSE_KINDS[template[i + consumed]]
+        kind = kinds[used]
+        if kind != "dyn" and kind not in accepted:
+            return f"error during formatting: {rule}, was given {kind}"
+        used += 1
+        i += 1 + consumed
+    if len(kinds) > used:
+        return f"too many arguments supplied to string.format (expected {used}, got {len(kinds)})"
+    return None

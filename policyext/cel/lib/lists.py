@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final, cast
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.sets import equality_key
 from policyext.cel.operators import compare
@@ -29,6 +29,7 @@ from policyext.cel.values import (
     cel_equals,
     check_int,
     make_uint,
+    no_such_overload,
 )
 
 LISTS_LIBRARY: Final = Library("lists")
@@ -149,6 +150,19 @@ def index_of(items: ListValue, value: object) -> int:
         if cel_equals(item, value):
             return i
     return -1
+
+
+def _includes_cost(target: object, _value: object) -> int:
+    return len(target) if type(target) in _LISTS else 0  # type: ignore[arg-type]
+
+
+@_lib.member("includes", 1, receiver=None, result="bool", cost=_includes_cost)
+def includes(target: object, value: object) -> bool:
+    """Kubernetes' lists library (version 1, Kubernetes 1.37): whether a list holds the
+    value; on any other target, whether the target itself equals it."""
+    if type(target) in _LISTS:
+        return any(cel_equals(item, value) for item in target)  # type: ignore[attr-defined]
+    return cel_equals(target, value)
 
 
 @_lib.member("lastIndexOf", 1, receiver=_LISTS, result="int", cost=_traversal_cost)

@@ -14,10 +14,10 @@ import math
 from collections.abc import Callable
 from typing import Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.operators import compare
-from policyext.cel.values import INT64_MIN, UINT64_MAX, UInt
+from policyext.cel.values import INT64_MIN, UINT64_MAX, UInt, no_such_overload
 
 MATH_LIBRARY: Final = Library("math")
 _lib = MATH_LIBRARY

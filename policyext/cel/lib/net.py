@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 _MAPPED_PREFIX: Final = 0xFFFF  # bits 32..47 of an IPv4-mapped IPv6 address
@@ -454,14 +455,14 @@ def _cidr_or_error(text: str) -> CIDR:
         raise CELEvalError(err.reason) from None
 
 
-@_lib.function("ip", 1, result=IP.cel_type_name, cost=_scan_cost)
+@_lib.function("ip", 1, result=IP.cel_type_name, cost=_scan_cost, params=("string",))
 def _ip(text: object) -> IP:
     if type(text) is not str:
         raise no_such_overload("ip", text)
     return _ip_or_error(text)
 
 
-@_lib.function("isIP", 1, result="bool", cost=_scan_cost)
+@_lib.function("isIP", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_ip(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isIP", text)
@@ -472,7 +473,7 @@ def _is_ip(text: object) -> bool:
     return True
 
 
-@_lib.function("ip.isCanonical", 1, result="bool", cost=_double_scan_cost)
+@_lib.function("ip.isCanonical", 1, result="bool", cost=_double_scan_cost, params=("string",))
 def _ip_is_canonical(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("ip.isCanonical", text)
@@ -509,14 +510,14 @@ def _is_global_unicast(ip: IP) -> bool:
     return ip.is_global_unicast()
 
 
-@_lib.function("cidr", 1, result=CIDR.cel_type_name, cost=_scan_cost)
+@_lib.function("cidr", 1, result=CIDR.cel_type_name, cost=_scan_cost, params=("string",))
 def _cidr(text: object) -> CIDR:
     if type(text) is not str:
         raise no_such_overload("cidr", text)
     return _cidr_or_error(text)
 
 
-@_lib.function("isCIDR", 1, result="bool", cost=_scan_cost)
+@_lib.function("isCIDR", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_cidr(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isCIDR", text)
@@ -527,7 +528,9 @@ def _is_cidr(text: object) -> bool:
     return True
 
 
-@_lib.member("containsIP", 1, receiver=CIDR, result="bool", cost=_contains_ip_cost)
+@_lib.member(
+    "containsIP", 1, receiver=CIDR, result="bool", cost=_contains_ip_cost, params=("string|net.IP",)
+)
 def _contains_ip(cidr: CIDR, other: object) -> bool:
     if type(other) is str:
         return cidr.contains_ip(_ip_or_error(other))
@@ -536,7 +539,14 @@ def _contains_ip(cidr: CIDR, other: object) -> bool:
     raise no_such_overload("containsIP", cidr, other)
 
 
-@_lib.member("containsCIDR", 1, receiver=CIDR, result="bool", cost=_contains_cidr_cost)
+@_lib.member(
+    "containsCIDR",
+    1,
+    receiver=CIDR,
+    result="bool",
+    cost=_contains_cidr_cost,
+    params=("string|net.CIDR",),
+)
 def _contains_cidr(cidr: CIDR, other: object) -> bool:
     if type(other) is str:
         return cidr.contains_cidr(_cidr_or_error(other))

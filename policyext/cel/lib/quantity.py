@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.values import INT64_MAX, INT64_MIN
+from policyext.cel.values import INT64_MAX, INT64_MIN, no_such_overload
 
 # The three serialization formats of apimachinery; a quantity remembers the one it was
 # written in and is printed back in it.
@@ -597,14 +597,14 @@ def parse_or_error(text: str) -> Quantity:
         raise CELEvalError(err.reason) from None
 
 
-@_lib.function("quantity", 1, result=_T, cost=_scan_cost)
+@_lib.function("quantity", 1, result=_T, cost=_scan_cost, params=("string",))
 def _quantity(text: object) -> Quantity:
     if type(text) is not str:
         raise no_such_overload("quantity", text)
     return parse_or_error(text)
 
 
-@_lib.function("isQuantity", 1, result="bool", cost=_scan_cost)
+@_lib.function("isQuantity", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_quantity(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isQuantity", text)
@@ -615,17 +615,12 @@ def _is_quantity(text: object) -> bool:
     return True
 
 
-# Kubernetes declares `sign` as a global function, `sign(q)`; its documentation shows
-# `q.sign()`, so both are accepted.
-@_lib.function("sign", 1, result="int")
+# Kubernetes declares `sign` as a global function only: `sign(q)`; its checker refuses
+# `q.sign()` (whatever its documentation shows), and so does ours.
+@_lib.function("sign", 1, result="int", params=(_T,))
 def _sign_global(q: object) -> int:
     if type(q) is not Quantity:
         raise no_such_overload("sign", q)
-    return q.sign()
-
-
-@_lib.member("sign", 0, receiver=Quantity, result="int")
-def _sign(q: Quantity) -> int:
     return q.sign()
 
 
@@ -656,12 +651,12 @@ def _operand(name: str, q: Quantity, other: object) -> Quantity:
     raise no_such_overload(name, q, other)
 
 
-@_lib.member("add", 1, receiver=Quantity, result=_T)
+@_lib.member("add", 1, receiver=Quantity, result=_T, params=("kubernetes.Quantity|int",))
 def _add_member(q: Quantity, other: object) -> Quantity:
     return q + _operand("add", q, other)
 
 
-@_lib.member("sub", 1, receiver=Quantity, result=_T)
+@_lib.member("sub", 1, receiver=Quantity, result=_T, params=("kubernetes.Quantity|int",))
 def _sub_member(q: Quantity, other: object) -> Quantity:
     return q - _operand("sub", q, other)
 
@@ -672,16 +667,16 @@ def _other_quantity(name: str, q: Quantity, other: object) -> Quantity:
     return other
 
 
-@_lib.member("isGreaterThan", 1, receiver=Quantity, result="bool")
+@_lib.member("isGreaterThan", 1, receiver=Quantity, result="bool", params=("kubernetes.Quantity",))
 def _is_greater_than(q: Quantity, other: object) -> bool:
     return q.compare(_other_quantity("isGreaterThan", q, other)) > 0
 
 
-@_lib.member("isLessThan", 1, receiver=Quantity, result="bool")
+@_lib.member("isLessThan", 1, receiver=Quantity, result="bool", params=("kubernetes.Quantity",))
 def _is_less_than(q: Quantity, other: object) -> bool:
     return q.compare(_other_quantity("isLessThan", q, other)) < 0
 
 
-@_lib.member("compareTo", 1, receiver=Quantity, result="int")
+@_lib.member("compareTo", 1, receiver=Quantity, result="int", params=("kubernetes.Quantity",))
 def _compare_to(q: Quantity, other: object) -> int:
     return q.compare(_other_quantity("compareTo", q, other))

@@ -23,8 +23,9 @@ import re2
 # `matches` runs once per node and policy, so it talks to the core directly.
 from re2 import _re2
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 REGEX_LIBRARY: Final = Library("regex")
 _lib = REGEX_LIBRARY
@@ -160,31 +161,50 @@ def _regex(name: str, s: object, pattern: object, *rest: object) -> tuple[str, C
 
 
 # -- functions ----------------------------------------------------------------------------
-@_lib.function("matches", 2, result="bool", cost=regex_cost)
+@_lib.function(
+    "matches",
+    2,
+    result="bool",
+    cost=regex_cost,
+    params=(
+        "string",
+        "string",
+    ),
+)
 def matches(s: object, pattern: object) -> bool:
     text, regex = _regex("matches", s, pattern)
     return regex.matches(text)
 
 
-@_lib.member("matches", 1, receiver=str, result="bool", cost=regex_cost)
+@_lib.member("matches", 1, receiver=str, result="bool", cost=regex_cost, params=("string",))
 def matches_member(s: str, pattern: object) -> bool:
     text, regex = _regex("matches", s, pattern)
     return regex.matches(text)
 
 
-@_lib.member("find", 1, receiver=str, result="string", cost=regex_cost)
+@_lib.member("find", 1, receiver=str, result="string", cost=regex_cost, params=("string",))
 def find(s: str, pattern: object) -> str:
     text, regex = _regex("find", s, pattern)
     return regex.find(text)
 
 
-@_lib.member("findAll", 1, receiver=str, result="list", cost=regex_cost)
+@_lib.member("findAll", 1, receiver=str, result="list", cost=regex_cost, params=("string",))
 def find_all(s: str, pattern: object) -> list[str]:
     text, regex = _regex("findAll", s, pattern)
     return regex.find_all(text)
 
 
-@_lib.member("findAll", 2, receiver=str, result="list", cost=regex_cost)
+@_lib.member(
+    "findAll",
+    2,
+    receiver=str,
+    result="list",
+    cost=regex_cost,
+    params=(
+        "string",
+        "int",
+    ),
+)
 def find_all_limit(s: str, pattern: object, limit: object) -> list[str]:
     if type(limit) is not int:
         raise no_such_overload("findAll", s, pattern, limit)

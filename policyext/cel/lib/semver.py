@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.net import go_quote
+from policyext.cel.values import no_such_overload
 
 _UINT64_MAX: Final = 2**64 - 1
 _NUMBERS: Final = frozenset("0123456789")
@@ -257,26 +258,44 @@ def _is_semver_for_cel(name: str, text: object, normalize: object) -> bool:
     return True
 
 
-@_lib.function("semver", 1, result=_T, cost=_scan_cost)
+@_lib.function("semver", 1, result=_T, cost=_scan_cost, params=("string",))
 def _semver(text: object) -> Semver:
     if type(text) is not str:
         raise no_such_overload("semver", text)
     return _parse_for_cel("semver", text, False)
 
 
-@_lib.function("semver", 2, result=_T, cost=_scan_cost)
+@_lib.function(
+    "semver",
+    2,
+    result=_T,
+    cost=_scan_cost,
+    params=(
+        "string",
+        "bool",
+    ),
+)
 def _semver_normalized(text: object, normalize: object) -> Semver:
     return _parse_for_cel("semver", text, normalize)
 
 
-@_lib.function("isSemver", 1, result="bool", cost=_scan_cost)
+@_lib.function("isSemver", 1, result="bool", cost=_scan_cost, params=("string",))
 def _is_semver(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isSemver", text)
     return _is_semver_for_cel("isSemver", text, False)
 
 
-@_lib.function("isSemver", 2, result="bool", cost=_scan_cost)
+@_lib.function(
+    "isSemver",
+    2,
+    result="bool",
+    cost=_scan_cost,
+    params=(
+        "string",
+        "bool",
+    ),
+)
 def _is_semver_normalized(text: object, normalize: object) -> bool:
     return _is_semver_for_cel("isSemver", text, normalize)
 
@@ -307,16 +326,16 @@ def _other(name: str, v: Semver, other: object) -> Semver:
     return other
 
 
-@_lib.member("isGreaterThan", 1, receiver=Semver, result="bool")
+@_lib.member("isGreaterThan", 1, receiver=Semver, result="bool", params=("kubernetes.Semver",))
 def _is_greater_than(v: Semver, other: object) -> bool:
     return v.compare(_other("isGreaterThan", v, other)) > 0
 
 
-@_lib.member("isLessThan", 1, receiver=Semver, result="bool")
+@_lib.member("isLessThan", 1, receiver=Semver, result="bool", params=("kubernetes.Semver",))
 def _is_less_than(v: Semver, other: object) -> bool:
     return v.compare(_other("isLessThan", v, other)) < 0
 
 
-@_lib.member("compareTo", 1, receiver=Semver, result="int")
+@_lib.member("compareTo", 1, receiver=Semver, result="int", params=("kubernetes.Semver",))
 def _compare_to(v: Semver, other: object) -> int:
     return v.compare(_other("compareTo", v, other))

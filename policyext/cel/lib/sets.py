@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from policyext.cel.errors import no_such_overload
 from policyext.cel.functions import Library
-from policyext.cel.values import UInt, cel_equals
+from policyext.cel.values import UInt, cel_equals, no_such_overload
 
 SETS_LIBRARY: Final = Library("sets")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from typing import Final, cast
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.values import no_such_overload
 
 STRINGS_LIBRARY: Final = Library("strings")
 _lib = STRINGS_LIBRARY
@@ -40,7 +41,7 @@ def _out_of_range(index: int) -> CELEvalError:
 
 
 # -- indexing -----------------------------------------------------------------------------
-@_lib.member("charAt", 1, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member("charAt", 1, receiver=str, result="string", cost=_target_scan_cost, params=("int",))
 def char_at(s: str, index: object) -> str:
     if type(index) is not int:
         raise no_such_overload("charAt", s, index)
@@ -50,14 +51,24 @@ def char_at(s: str, index: object) -> str:
     return s[index : index + 1]
 
 
-@_lib.member("indexOf", 1, receiver=str, result="int", cost=_target_scan_cost)
+@_lib.member("indexOf", 1, receiver=str, result="int", cost=_target_scan_cost, params=("string",))
 def index_of(s: str, sub: object) -> int:
     if type(sub) is not str:
         raise no_such_overload("indexOf", s, sub)
     return s.find(sub)
 
 
-@_lib.member("indexOf", 2, receiver=str, result="int", cost=_target_scan_cost)
+@_lib.member(
+    "indexOf",
+    2,
+    receiver=str,
+    result="int",
+    cost=_target_scan_cost,
+    params=(
+        "string",
+        "int",
+    ),
+)
 def index_of_from(s: str, sub: object, offset: object) -> int:
     if type(sub) is not str or type(offset) is not int:
         raise no_such_overload("indexOf", s, sub, offset)
@@ -72,14 +83,26 @@ def index_of_from(s: str, sub: object, offset: object) -> int:
     return s.find(sub, start)
 
 
-@_lib.member("lastIndexOf", 1, receiver=str, result="int", cost=_target_scan_cost)
+@_lib.member(
+    "lastIndexOf", 1, receiver=str, result="int", cost=_target_scan_cost, params=("string",)
+)
 def last_index_of(s: str, sub: object) -> int:
     if type(sub) is not str:
         raise no_such_overload("lastIndexOf", s, sub)
     return s.rfind(sub)
 
 
-@_lib.member("lastIndexOf", 2, receiver=str, result="int", cost=_target_scan_cost)
+@_lib.member(
+    "lastIndexOf",
+    2,
+    receiver=str,
+    result="int",
+    cost=_target_scan_cost,
+    params=(
+        "string",
+        "int",
+    ),
+)
 def last_index_of_from(s: str, sub: object, offset: object) -> int:
     """The last match that starts at or before `offset`."""
     if type(sub) is not str or type(offset) is not int:
@@ -94,7 +117,7 @@ def last_index_of_from(s: str, sub: object, offset: object) -> int:
     return s.rfind(sub, 0, last + len(sub))
 
 
-@_lib.member("substring", 1, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member("substring", 1, receiver=str, result="string", cost=_target_scan_cost, params=("int",))
 def substring(s: str, start: object) -> str:
     if type(start) is not int:
         raise no_such_overload("substring", s, start)
@@ -103,7 +126,17 @@ def substring(s: str, start: object) -> str:
     return s[start:]
 
 
-@_lib.member("substring", 2, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member(
+    "substring",
+    2,
+    receiver=str,
+    result="string",
+    cost=_target_scan_cost,
+    params=(
+        "int",
+        "int",
+    ),
+)
 def substring_range(s: str, start: object, end: object) -> str:
     if type(start) is not int or type(end) is not int:
         raise no_such_overload("substring", s, start, end)
@@ -149,19 +182,35 @@ def trim(s: str) -> str:
     return s.strip(GO_WHITESPACE)
 
 
-@_lib.member("reverse", 0, receiver=str, result="string", cost=_target_scan_cost)
-def reverse(s: str) -> str:
-    return s[::-1]
-
-
-@_lib.member("replace", 2, receiver=str, result="string", cost=_target_build_cost)
+@_lib.member(
+    "replace",
+    2,
+    receiver=str,
+    result="string",
+    cost=_target_build_cost,
+    params=(
+        "string",
+        "string",
+    ),
+)
 def replace(s: str, old: object, new: object) -> str:
     if type(old) is not str or type(new) is not str:
         raise no_such_overload("replace", s, old, new)
     return s.replace(old, new)
 
 
-@_lib.member("replace", 3, receiver=str, result="string", cost=_target_build_cost)
+@_lib.member(
+    "replace",
+    3,
+    receiver=str,
+    result="string",
+    cost=_target_build_cost,
+    params=(
+        "string",
+        "string",
+        "int",
+    ),
+)
 def replace_n(s: str, old: object, new: object, limit: object) -> str:
     """At most `limit` replacements; a negative limit replaces every occurrence."""
     if type(old) is not str or type(new) is not str or type(limit) is not int:
@@ -169,14 +218,24 @@ def replace_n(s: str, old: object, new: object, limit: object) -> str:
     return s.replace(old, new, max(limit, -1))
 
 
-@_lib.member("split", 1, receiver=str, result="list", cost=_target_build_cost)
+@_lib.member("split", 1, receiver=str, result="list", cost=_target_build_cost, params=("string",))
 def split(s: str, sep: object) -> list[str]:
     if type(sep) is not str:
         raise no_such_overload("split", s, sep)
     return _split(s, sep, -1)
 
 
-@_lib.member("split", 2, receiver=str, result="list", cost=_target_build_cost)
+@_lib.member(
+    "split",
+    2,
+    receiver=str,
+    result="list",
+    cost=_target_build_cost,
+    params=(
+        "string",
+        "int",
+    ),
+)
 def split_n(s: str, sep: object, limit: object) -> list[str]:
     """At most `limit` parts, the last holding the rest; 0 gives no parts, negative all."""
     if type(sep) is not str or type(limit) is not int:
@@ -210,7 +269,9 @@ def join(items: list[object] | tuple[object, ...]) -> str:
     return _join(items, "")
 
 
-@_lib.member("join", 1, receiver=(list, tuple), result="string", cost=_join_cost)
+@_lib.member(
+    "join", 1, receiver=(list, tuple), result="string", cost=_join_cost, params=("string",)
+)
 def join_with(items: list[object] | tuple[object, ...], sep: object) -> str:
     if type(sep) is not str:
         raise no_such_overload("join", items, sep)
@@ -247,7 +308,7 @@ def _arg_scan_cost(s: object) -> int:
     return scan_cost(len(s)) if type(s) is str else 0
 
 
-@_lib.function("strings.quote", 1, result="string", cost=_arg_scan_cost)
+@_lib.function("strings.quote", 1, result="string", cost=_arg_scan_cost, params=("string",))
 def quote(s: object) -> str:
     """`s` as a double-quoted CEL string literal, escapes and all."""
     if type(s) is not str:

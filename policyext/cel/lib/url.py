@@ -23,9 +23,10 @@ import string
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from policyext.cel.errors import CELEvalError, no_such_overload
+from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
 from policyext.cel.lib.net import AddressError, go_quote, parse_address
+from policyext.cel.values import no_such_overload
 
 _ALNUM: Final = string.ascii_letters + string.digits
 _MARK: Final = "-_.~"
@@ -442,7 +443,7 @@ def _scan_cost(text: object, *_args: object) -> int:
     return math.ceil(len(text) * 0.1) if isinstance(text, str) else 0
 
 
-@_lib.function("url", 1, result=_T, cost=_scan_cost)
+@_lib.function("url", 1, result=_T, cost=_scan_cost, params=("string",))
 def _url(text: object) -> URL:
     if type(text) is not str:
         raise no_such_overload("url", text)
@@ -452,7 +453,7 @@ def _url(text: object) -> URL:
         raise CELEvalError(err.reason) from None
 
 
-@_lib.function("isURL", 1, result="bool")
+@_lib.function("isURL", 1, result="bool", params=("string",))
 def _is_url(text: object) -> bool:
     if type(text) is not str:
         raise no_such_overload("isURL", text)

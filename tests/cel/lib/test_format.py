@@ -1,4 +1,5 @@
-"""`"...".format([args])`, with the clauses and value renderings of cel-go."""
+"""`"...".format([args])`, with the clauses and value renderings of Kubernetes 1.37 (cel-go's
+string extensions, version 2; tests/cel/test_kubernetes_parity.py checks them against it)."""
 
 from __future__ import annotations
 
@@ -46,18 +47,14 @@ def test_clauses_substitute_arguments_in_order(
 @pytest.mark.parametrize(
     ("template", "value", "expected"),
     [
-        # %d: integers, and doubles in plain decimal
+        # %d: integers only
         ("%d", 42, "42"),
         ("%d", -7, "-7"),
         ("%d", UInt(64), "64"),
-        ("%d", NAN, "NaN"),
-        ("%d", INF, "Infinity"),
-        ("%d", -INF, "-Infinity"),
-        ("%d", 2.5, "2.5"),
-        # %f: fixed point, precision 6 unless given; ints and uints convert
+        # %f: doubles, precision 6 unless given, thousands grouped
         ("%f", 2.71828, "2.718280"),
-        ("%f", 2, "2.000000"),
-        ("%f", UInt(3), "3.000000"),
+        ("%.1f", 12345.0, "12,345.0"),
+        ("%.2f", 1234567.891, "1,234,567.89"),
         ("%.3f", 1.2345, "1.234"),
         ("%.3f", 123.4999, "123.500"),
         ("%.3f", 123.4994, "123.499"),
@@ -71,17 +68,17 @@ def test_clauses_substitute_arguments_in_order(
         ("%.0f", 1.5, "2"),
         ("%.0f", 2.5, "2"),
         ("%f", NAN, "NaN"),
-        ("%.2f", INF, "Infinity"),
-        ("%f", -INF, "-Infinity"),
+        ("%f", "NaN", "NaN"),
+        ("%.2f", INF, "∞"),
+        ("%f", -INF, "-∞"),
         # %e: scientific, two exponent digits at least
-        ("%e", 2.71828, "2.718280e+00"),
-        ("%e", 2, "2.000000e+00"),
-        ("%e", UInt(3), "3.000000e+00"),
-        ("%.6e", 1052.032911275, "1.052033e+03"),
-        ("%.2e", 1e-300, "1.00e-300"),
+        # %e: six decimals whatever the precision, the exponent in superscript
+        ("%e", 2.71828, "2.718280×10⁰⁰"),
+        ("%e", 1234.5, "1.234500×10⁰³"),
+        ("%.2e", 0.000123, "1.230000×10⁻⁰⁴"),
+        ("%e", -5.0, "-5.000000×10⁰⁰"),
+        ("%.2e", 1e-300, "1.000000×10⁻³⁰⁰"),
         ("%e", NAN, "NaN"),
-        ("%e", INF, "Infinity"),
-        ("%e", -INF, "-Infinity"),
         # %b, %o, %x, %X
         ("%b", 5, "101"),
         ("%b", -5, "-101"),
@@ -115,13 +112,17 @@ def test_numeric_clauses_print_as_cel_go_prints(
         (False, "false"),
         (999999999999, "999999999999"),
         (UInt(18446744073709551615), "18446744073709551615"),
+        # a double alone: Go's %g
         (56.8, "56.8"),
         (1.0, "1"),
         (-0.0, "-0"),
-        (1e21, "1000000000000000000000"),
-        (1.5e-7, "0.00000015"),
+        (123456.0, "123456"),
+        (1234567.0, "1.234567e+06"),
+        (1e21, "1e+21"),
+        (1.5e-7, "1.5e-07"),
+        (0.0001, "0.0001"),
         (NAN, "NaN"),
-        (-INF, "-Infinity"),
+        (-INF, "-Inf"),
         ("text", "text"),
         (b"xyz", "xyz"),
         (CELType("string"), "string"),
@@ -132,19 +133,21 @@ def test_numeric_clauses_print_as_cel_go_prints(
         (Timestamp(1675467080 * SECOND), "2023-02-03T23:31:20Z"),
         (Timestamp(1675467080 * SECOND + 120_000_000), "2023-02-03T23:31:20.12Z"),
         (Timestamp(-62135596800 * SECOND), "0001-01-01T00:00:00Z"),
-        # lists and maps print their elements unquoted; map entries sort by printed key
+        # inside lists and maps: strings quoted, doubles with six decimals, durations and
+        # timestamps as the calls that make them; map entries sort by printed key
         (
             ["abc", 3.14, None, [9, 8], Timestamp(1675467080 * SECOND)],
-            "[abc, 3.14, null, [9, 8], 2023-02-03T23:31:20Z]",
+            '["abc", 3.140000, null, [9, 8], timestamp("2023-02-03T23:31:20Z")]',
         ),
         ((), "[]"),
         (
             {"k1": b"xyz", "k5": None, "k2": Duration(7200 * SECOND), "k4": True, "k3": 2.71828},
-            "{k1: xyz, k2: 7200s, k3: 2.71828, k4: true, k5: null}",
+            '{"k1":b"xyz", "k2":duration("7200s"), "k3":2.718280, "k4":true, "k5":null}',
         ),
-        ({"strKey": "x", 6: Duration(422 * SECOND)}, "{6: 422s, strKey: x}"),
-        ({1: "one", UInt(2): "two"}, "{1: one, 2: two}"),
-        ([NAN, INF, -INF], "[NaN, Infinity, -Infinity]"),
+        ({"strKey": "x", 6: Duration(422 * SECOND)}, '{"strKey":"x", 6:duration("422s")}'),
+        ({1: "one", UInt(2): "two"}, '{1:"one", 2:"two"}'),
+        ([NAN, INF, -INF], '["NaN", "+Inf", "-Inf"]'),
+        (['tab\there "q"'], '["tab\\there \\"q\\""]'),
         ({}, "{}"),
     ],
 )
@@ -178,6 +181,21 @@ def test_string_clause_prints_every_kind_of_value(value: object, expected: str) 
             ("abc",),
             "error during formatting: only integers and bools can be formatted as binary, "
             "was given string",
+        ),
+        (
+            "%d",
+            (2.5,),
+            "error during formatting: decimal clause can only be used on integers, was given double",
+        ),
+        (
+            "%f",
+            (2,),
+            "error during formatting: fixed-point clause can only be used on doubles, was given int",
+        ),
+        (
+            "%e",
+            (UInt(3),),
+            "error during formatting: scientific clause can only be used on doubles, was given uint",
         ),
         (
             "%d",

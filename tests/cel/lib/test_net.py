@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from policyext.cel import CELEvalError, compile
+from policyext.cel import CELError, compile
 from policyext.cel.lib.net import CIDR, IP, NET_LIBRARY, NetError
 from policyext.cel.stdlib import STANDARD_LIBRARY
 
@@ -313,11 +313,11 @@ def test_the_cel_functions_behave_as_in_kubernetes(source: str, expected: object
         ("cidr('::ffff:192.168.0.1/24')", "IPv4-mapped IPv6 address .* is not allowed"),
         ("cidr('10.0.0.0/8').containsIP('10.0.0')", "parse error"),
         ("cidr('10.0.0.0/8').containsCIDR('10.0.0.0')", "network address parse error"),
-        ("isIP(cidr('192.168.0.0/24'))", "no such overload"),
-        ("cidr('10.0.0.0/8').containsIP(1)", "no such overload"),
-        ("ip(1)", "no such overload"),
+        ("isIP(cidr('192.168.0.0/24'))", "no (such|matching) overload"),
+        ("cidr('10.0.0.0/8').containsIP(1)", "no (such|matching) overload"),
+        ("ip(1)", "no (such|matching) overload"),
     ],
 )
 def test_bad_input_is_an_evaluation_error(source: str, message: str) -> None:
-    with pytest.raises(CELEvalError, match=message):
+    with pytest.raises(CELError, match=message):
         evaluate(source)

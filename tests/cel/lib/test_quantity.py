@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policyext.cel import CELEvalError, compile
+from policyext.cel import CELError, CELEvalError, compile
 from policyext.cel.lib.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
@@ -270,7 +270,7 @@ def test_adding_then_subtracting_gives_back_the_receiver(a: object, b: object) -
         ('quantity("50k").sub(20000) == quantity("30k")', True),
         ('quantity("50k").add(20).sub(quantity("100k")).sub(-50000).asInteger()', 20),
         ('quantity("50k").asInteger()', 50000),
-        ('quantity("-1.5Gi").sign()', -1),
+        ('sign(quantity("-1.5Gi"))', -1),
         ('sign(quantity("0"))', 0),
         ('quantity("50.703k").asApproximateFloat()', 50703.0),
         ('quantity("1E-3").asApproximateFloat()', 0.001),
@@ -328,7 +328,7 @@ def test_as_integer_fails_where_is_integer_is_false(text: str) -> None:
     ],
 )
 def test_quantity_of_an_invalid_string_is_an_evaluation_error(source: str, message: str) -> None:
-    with pytest.raises(CELEvalError, match=message):
+    with pytest.raises(CELError, match=message):
         evaluate(source)
 
 
@@ -345,7 +345,8 @@ def test_quantity_of_an_invalid_string_is_an_evaluation_error(source: str, messa
     ],
 )
 def test_arguments_of_the_wrong_type_are_no_such_overload(source: str) -> None:
-    with pytest.raises(CELEvalError, match="no such overload"):
+    # refused when compiled where the types are known, an evaluation error where not
+    with pytest.raises(CELError, match=r"no (such|matching) overload"):
         evaluate(source)
 
 

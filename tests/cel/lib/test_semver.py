@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from policyext.cel import CELEvalError, compile
+from policyext.cel import CELError, compile
 from policyext.cel.lib.semver import SEMVER_LIBRARY, Semver, SemverError
 from policyext.cel.stdlib import STANDARD_LIBRARY
 
@@ -171,7 +171,7 @@ def test_the_cel_functions_behave_as_in_kubernetes(source: str, expected: object
     ],
 )
 def test_semver_of_an_invalid_string_is_an_evaluation_error(source: str, message: str) -> None:
-    with pytest.raises(CELEvalError, match=message):
+    with pytest.raises(CELError, match=message):
         evaluate(source)
 
 
@@ -186,5 +186,6 @@ def test_semver_of_an_invalid_string_is_an_evaluation_error(source: str, message
     ],
 )
 def test_arguments_of_the_wrong_type_are_no_such_overload(source: str) -> None:
-    with pytest.raises(CELEvalError, match="no such overload"):
+    # refused when compiled where the types are known, an evaluation error where not
+    with pytest.raises(CELError, match=r"no (such|matching) overload"):
         evaluate(source)

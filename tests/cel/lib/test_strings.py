@@ -93,10 +93,6 @@ def function(name: str, *args: object) -> object:
         ("substring", "kayak", (3, 3), ""),
         ("substring", "a€b€λc", (1, 5), "€b€λ"),
         ("substring", "a€b€λc", (6, 6), ""),
-        # reverse works on code points
-        ("reverse", "", (), ""),
-        ("reverse", "λ", (), "λ"),
-        ("reverse", "ab€λ", (), "λ€ba"),
         # join
         (
             "join",
@@ -237,7 +233,6 @@ def test_strings_quote_of_a_non_string_has_no_overload() -> None:
         ("substring", 1),
         ("substring", 2),
         ("trim", 0),
-        ("reverse", 0),
     ],
 )
 def test_string_members_serve_only_strings(name: str, arity: int) -> None:

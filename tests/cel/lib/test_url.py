@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from policyext.cel import CELEvalError, compile
+from policyext.cel import CELError, compile
 from policyext.cel.lib.url import URL, URL_LIBRARY, URLError
 from policyext.cel.stdlib import STANDARD_LIBRARY
 
@@ -219,10 +219,10 @@ def test_the_type_of_a_url_is_kubernetes_url() -> None:
     [
         ("url('https://a:b:c/')", 'invalid port ":b:c" after host'),
         ("url('../relative-path')", "invalid URI for request"),
-        ("url(1)", "no such overload"),
-        ("isURL(b'/a')", "no such overload"),
+        ("url(1)", "no (such|matching) overload"),
+        ("isURL(b'/a')", "no (such|matching) overload"),
     ],
 )
 def test_bad_input_is_an_evaluation_error(source: str, message: str) -> None:
-    with pytest.raises(CELEvalError, match=message):
+    with pytest.raises(CELError, match=message):
         evaluate(source)

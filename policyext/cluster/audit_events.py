@@ -1,0 +1,230 @@
+"""Events on pods an Audit filter would have kept off nodes: `kubectl describe pod` then
+shows, beside the scheduler's own Events, which Audit rules would have rejected which
+nodes for that pod.
+
+Recording an Event is an API call (a few milliseconds, docs/operations.md has the figures),
+far too slow for the request path. A filter answer only offers the pod and its evaluation
+to a bounded queue (put_nowait: it never waits); one thread per worker turns them into
+Events, at most `rate` a second (with a burst), and one per pod, policy version and set of
+Audit rules: a pod the scheduler retries gets no second Event for the same finding. What
+the queue cannot hold, or what arrives while the thread waits for its rate, is dropped
+and counted: the decision log and the metrics still have every finding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import kubernetes.client as k8s
+
+from policyext.policy.engine import Evaluation
+
+log = logging.getLogger("policyext.cluster.audit")
+
+EVENT_REASON: Final = "PolicyAudit"
+EVENT_COMPONENT: Final = "policyext"
+EVENT_MESSAGE_LIMIT: Final = 1024
+NODES_NAMED: Final = 5  # per rule, in the message
+DEFAULT_RATE: Final = 5.0  # Events a second, per worker
+BURST: Final = 20
+QUEUE_SIZE: Final = 256
+REMEMBERED: Final = 10_000  # findings already recorded, to skip a retried pod's
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFinding:
+    """What the Audit filters would have done for one pod: per rule, how many nodes it
+    would have rejected and the first of them."""
+
+    namespace: str
+    name: str
+    uid: str
+    version: str
+    rules: tuple[tuple[str, int, tuple[str, ...]], ...]  # (policy/rule, nodes, first nodes)
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        """The same finding for the same pod (a retry): recorded once."""
+        return (self.uid or f"{self.namespace}/{self.name}", self.version, self.rule_ids)
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        return tuple(rule for rule, _, _ in self.rules)
+
+    def message(self) -> str:
+        parts = []
+        for rule, count, nodes in self.rules:
+            more = f", and {count - len(nodes)} more" if count > len(nodes) else ""
+            word = "node" if count == 1 else "nodes"
+            parts.append(f"{rule} on {count} {word} ({', '.join(nodes)}{more})")
+        text = (
+            f"Audit rules would have rejected nodes (policy version {self.version}): "
+            + "; ".join(parts)
+        )
+        if len(text) > EVENT_MESSAGE_LIMIT:
+            text = text[: EVENT_MESSAGE_LIMIT - 3] + "..."
+        return text
+
+
+def audit_finding(pod: Mapping[str, Any], ev: Evaluation) -> AuditFinding | None:
+    """The finding of a filter evaluation, or None when no Audit filter would have
+    rejected a node (or the pod has no name to attach an Event to)."""
+    audits = ev.tally().audits
+    meta = pod.get("metadata")
+    if not audits or not isinstance(meta, Mapping) or not meta.get("name"):
+        return None
+    nodes: dict[str, list[str]] = {}
+    for i in sorted(ev.verdicts):
+        for r in ev.verdicts[i].audits:
+            named = nodes.setdefault(r.rule_id, [])
+            if len(named) < NODES_NAMED:
+                named.append(ev.names[i])
+    rules = tuple(
+        (f"{p}/{r}", n, tuple(nodes.get(f"{p}/{r}", ()))) for (p, r), n in sorted(audits.items())
+    )
+    return AuditFinding(
+        str(meta.get("namespace") or "default"),
+        str(meta["name"]),
+        str(meta.get("uid") or ""),
+        ev.version,
+        rules,
+    )
+
+
+def event_body(finding: AuditFinding, instance: str) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # one name per finding: several workers recording the same one collapse into one Event
+    digest = hashlib.sha256(repr(finding.key).encode()).hexdigest()[:12]
+    involved: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": finding.namespace,
+        "name": finding.name,
+    }
+    if finding.uid:
+        involved["uid"] = finding.uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{finding.name[:200]}.policyext-audit.{digest}",
+            "namespace": finding.namespace,
+        },
+        "involvedObject": involved,
+        "reason": EVENT_REASON,
+        "message": finding.message(),
+        "type": "Normal",
+        "source": {"component": EVENT_COMPONENT},
+        "reportingComponent": EVENT_COMPONENT,
+        "reportingInstance": instance,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+
+
+class TokenBucket:
+    """At most `rate` takes a second on average, `burst` at once."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.clock = clock
+        self.tokens = float(burst)
+        self.at = clock()
+
+    def wait(self) -> float:
+        """Seconds until a token is there (0: now)."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / self.rate
+
+    def take(self) -> None:
+        self.tokens -= 1.0
+
+
+class AuditEvents:
+    """The Events of one worker: `offer` from the request path, recorded by a thread."""
+
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        instance: str,
+        rate: float = DEFAULT_RATE,
+        burst: int = BURST,
+        queue_size: int = QUEUE_SIZE,
+    ) -> None:
+        self.core = k8s.CoreV1Api(api)
+        self.instance = instance
+        self.bucket = TokenBucket(rate, burst)
+        self.pending: queue.Queue[tuple[Mapping[str, Any], Evaluation]] = queue.Queue(queue_size)
+        self.recorded: OrderedDict[tuple[str, str, tuple[str, ...]], None] = OrderedDict()
+        # outcomes, for the metrics (read at scrape time)
+        self.counts = {"recorded": 0, "repeated": 0, "dropped": 0, "failed": 0}
+        threading.Thread(target=self._run, name="policyext-audit-events", daemon=True).start()
+
+    def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        """Called for every filter answer: never waits, never raises."""
+        if not ev.tally().audits:
+            return
+        try:
+            self.pending.put_nowait((pod, ev))
+        except queue.Full:
+            self.counts["dropped"] += 1
+
+    def _run(self) -> None:
+        while True:
+            pod, ev = self.pending.get()
+            try:
+                self._record(pod, ev)
+            except Exception:  # the thread must outlive anything one Event does
+                self.counts["failed"] += 1
+                log.exception("cannot record an audit Event")
+
+    def _record(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        finding = audit_finding(pod, ev)
+        if finding is None:
+            return
+        if finding.key in self.recorded:
+            self.counts["repeated"] += 1
+            return
+        delay = self.bucket.wait()
+        if delay > 0:
+            time.sleep(delay)
+            self.bucket.wait()
+        self.bucket.take()
+        self.recorded[finding.key] = None
+        if len(self.recorded) > REMEMBERED:
+            self.recorded.popitem(last=False)
+        try:
+            self.core.create_namespaced_event(
+                finding.namespace,
+                event_body(finding, self.instance),  # type: ignore[arg-type]
+                _request_timeout=5.0,
+            )
+            self.counts["recorded"] += 1
+        except k8s.ApiException as e:
+            if e.status == 409:  # another worker recorded the same finding first
+                self.counts["repeated"] += 1
+                return
+            self._failed(finding, f"HTTP {e.status}")
+        except Exception as e:  # the API unreachable: the decision log still has it
+            self._failed(finding, str(e))
+
+    def _failed(self, finding: AuditFinding, why: str) -> None:
+        self.counts["failed"] += 1
+        log.warning(
+            "cannot record audit Event on pod %s/%s: %s", finding.namespace, finding.name, why
+        )

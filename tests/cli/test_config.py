@@ -1,0 +1,67 @@
+"""`policyext config`: flags kube-scheduler would refuse (or read otherwise) are refused
+here, with the flag named; what it prints is a configuration kube-scheduler loads
+(tests/e2e/test_config_scheduler.py runs it)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.cli.run import policyext
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--timeout", "5"], "--timeout must be a positive duration with its unit"),
+        (["--timeout", "banana"], "got 'banana'"),
+        (["--timeout", "0s"], "--timeout must be a positive duration"),
+        (["--timeout=-5s"], "--timeout must be a positive duration"),
+        (["--timeout", "5 s"], "--timeout must be a positive duration"),
+        (["--url", "ftp://x"], "--url must be an http:// or https:// URL"),
+        (["--url", "policyext:8888"], "--url must be an http:// or https:// URL"),
+        (["--url", "http://"], "--url must be an http:// or https:// URL with a host"),
+        (["--url", "http://x:8888/?a=b"], "--url takes no query"),
+        (["--ca-file", "/ca.crt"], "--ca-file configure TLS, but --url is http://"),
+        (
+            ["--url", "http://x", "--cert-file", "c", "--key-file", "k"],
+            "--cert-file, --key-file configure TLS, but --url is http://",
+        ),
+        (["--server-name", "x"], "--server-name configure TLS, but --url is http://"),
+        (["--url", "https://x", "--cert-file", "c"], "--cert-file and --key-file go together"),
+        (["--weight", "0"], "--weight must be at least 1"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_config_refuses_what_kube_scheduler_would_not_take_and_names_the_flag(
+    args: list[str], says: str
+) -> None:
+    done = policyext("config", *args)
+    assert done.returncode == 1
+    assert says in done.stderr
+    assert done.stdout == ""  # nothing half-printed to paste by mistake
+
+
+@pytest.mark.parametrize("timeout", ["5s", "1500ms", "1m30s", "0.5s", "2h", "250us"])
+def test_config_takes_go_durations_with_their_unit(timeout: str) -> None:
+    done = policyext("config", "--timeout", timeout)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(done.stdout)["extenders"][0]["httpTimeout"] == timeout
+
+
+@pytest.mark.parametrize(
+    ("url", "https"), [("http://policyext:8888", False), ("https://policyext:8443", True)]
+)
+def test_config_turns_https_on_exactly_for_an_https_url(url: str, https: bool) -> None:
+    done = policyext("config", "--url", url)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(done.stdout)["extenders"][0]["enableHTTPS"] is https
+
+
+def test_a_whole_configuration_turns_leader_election_off_and_leaves_the_connection_alone() -> None:
+    done = policyext("config", "--scheduler-name", "policy-scheduler")
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load(done.stdout)
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert "clientConnection" not in config
+    assert config["profiles"] == [{"schedulerName": "policy-scheduler"}]

@@ -1,0 +1,118 @@
+"""What an Audit Event on a pod says, and how often one may be recorded (the recording
+itself is tested against the real API server: tests/e2e/test_audit_events.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policyext.cluster.audit_events import (
+    EVENT_MESSAGE_LIMIT,
+    NODES_NAMED,
+    AuditFinding,
+    TokenBucket,
+    audit_finding,
+    event_body,
+)
+from policyext.policy.compile import load_policy_texts
+from policyext.policy.engine import evaluate
+
+POLICY = """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: rollout
+spec:
+  filters:
+    - name: no-spot-nodes
+      expression: "!node.metadata.name.startsWith('spot-')"
+      mode: Audit
+    - name: no-gpu-nodes
+      expression: "!node.metadata.name.startsWith('gpu-')"
+"""
+POD: dict[str, Any] = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1"}}
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4"}}}
+
+
+def _finding(nodes: list[str], pod: dict[str, Any] = POD) -> AuditFinding | None:
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+    ev = evaluate(policies, pod, [_node(n) for n in nodes], scores=False)
+    return audit_finding(pod, ev)
+
+
+def test_a_finding_names_each_audit_rule_its_node_count_and_the_first_nodes() -> None:
+    spots = [f"spot-{i}" for i in range(8)]
+    finding = _finding(["plain-a", *spots, "gpu-a"])
+    assert finding is not None
+    assert (finding.namespace, finding.name, finding.uid) == ("shop", "web-1", "u-1")
+    assert finding.rules == (("rollout/no-spot-nodes", 8, tuple(spots[:NODES_NAMED])),)
+    assert finding.message().endswith(
+        "rollout/no-spot-nodes on 8 nodes (spot-0, spot-1, spot-2, spot-3, spot-4, and 3 more)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "pod"),
+    [
+        (["plain-a", "gpu-a"], POD),  # the Enforce rule rejects; no Audit rule would have
+        (["spot-a"], {"metadata": {"namespace": "shop"}}),  # no name to attach an Event to
+    ],
+)
+def test_no_finding_without_an_audit_rejection_or_a_pod_name(
+    nodes: list[str], pod: dict[str, Any]
+) -> None:
+    assert _finding(nodes, pod) is None
+
+
+def test_a_retried_pod_has_the_same_finding_and_event_name() -> None:
+    first, again = _finding(["spot-a", "plain-a"]), _finding(["plain-b", "spot-a"])
+    assert first is not None and again is not None
+    assert first.key == again.key
+    names = [event_body(f, "pod-1")["metadata"]["name"] for f in (first, again)]
+    assert names[0] == names[1]
+    assert len(names[0]) <= 253
+
+
+def test_the_event_is_about_the_pod_and_its_message_fits_the_limit() -> None:
+    many = tuple((f"policy-{i}/rule-{i}", 100, ("node-a" * 10,)) for i in range(40))
+    finding = AuditFinding("shop", "web-1", "u-1", "abc123", many)
+    body = event_body(finding, "policyext-7d9f")
+    assert body["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "shop",
+        "name": "web-1",
+        "uid": "u-1",
+    }
+    assert (body["reason"], body["type"]) == ("PolicyAudit", "Normal")
+    assert len(body["message"]) == EVENT_MESSAGE_LIMIT
+    assert body["message"].endswith("...")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_bucket_lets_a_burst_through_then_the_rate() -> None:
+    clock = _Clock()
+    bucket = TokenBucket(rate=2.0, burst=3, clock=clock)
+    for _ in range(3):
+        assert bucket.wait() == 0.0
+        bucket.take()
+    assert bucket.wait() == pytest.approx(0.5)
+    clock.now += 0.5
+    assert bucket.wait() == 0.0
+    bucket.take()
+    clock.now += 100  # idle: never more than the burst
+    for _ in range(3):
+        assert bucket.wait() == 0.0
+        bucket.take()
+    assert bucket.wait() > 0

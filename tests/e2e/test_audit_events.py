@@ -1,0 +1,106 @@
+"""Audit findings as Events on the pod, through the real kube-scheduler and API server:
+`kubectl describe pod` shows which Audit rule would have rejected which nodes, once per
+finding, however often the pod is filtered."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
+from tests.e2e.extender import Extender, eventually, scheduler_config
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULER = "policy-audit"
+NOBODY = "no-such-scheduler"
+ROLLOUT = """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: rollout
+spec:
+  filters:
+    - name: no-spot-nodes
+      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
+      mode: Audit
+"""
+
+
+@pytest.fixture(scope="module")
+def extender(
+    control_plane: ControlPlane,
+    policyext_kubeconfig: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Extender]:
+    rules = tmp_path_factory.mktemp("audit-rules")
+    (rules / "rollout.yaml").write_text(ROLLOUT)
+    server = Extender(control_plane, policyext_kubeconfig, [rules], name="policyext-audit")
+    server.start()
+    try:
+        control_plane.start_scheduler(scheduler_config(server.url, SCHEDULER), name=SCHEDULER)
+        yield server
+    finally:
+        if SCHEDULER in control_plane.components:
+            control_plane.stop_component(SCHEDULER)
+        server.stop()
+
+
+def _audit_events(admin: KubeClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    listed = admin.get(
+        f"/api/v1/namespaces/{namespace}/events",
+        fieldSelector=f"involvedObject.name={name},reason=PolicyAudit",
+    )
+    return list(listed["items"])
+
+
+def test_a_scheduled_pod_gets_an_event_naming_the_audit_rule_and_the_nodes(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    admin.create_fake_node(fake_node(f"spot-{suffix}", labels={"lifecycle": "spot"}))
+    admin.create_fake_node(fake_node(f"plain-{suffix}"))
+    name = f"audited-{suffix}"
+    admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=SCHEDULER))
+
+    admin.wait_for(
+        f"/api/v1/namespaces/{namespace}/pods/{name}",
+        lambda p: bool(p["spec"].get("nodeName")),
+        timeout=60,
+    )
+    [event] = eventually(lambda: _audit_events(admin, namespace, name), timeout=60)
+
+    assert event["type"] == "Normal"
+    assert event["involvedObject"]["kind"] == "Pod"
+    assert "rollout/no-spot-nodes on 1 node" in event["message"]
+    assert f"spot-{suffix}" in event["message"]
+    assert f"plain-{suffix}" not in event["message"]
+
+
+def test_the_same_finding_for_a_pod_filtered_again_is_recorded_once(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    admin.create_fake_node(fake_node(f"spot-{suffix}", labels={"lifecycle": "spot"}))
+    name = f"retried-{suffix}"
+    created = admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=NOBODY))
+    repeated = extender.metric("policyext_audit_events_total", {"result": "repeated"}) or 0.0
+    request = {"Pod": created, "NodeNames": [f"spot-{suffix}"]}
+
+    for _ in range(3):  # as the scheduler retries a pod
+        assert extender.post("/filter", request)[0] == 200
+    eventually(
+        lambda: (
+            (extender.metric("policyext_audit_events_total", {"result": "repeated"}) or 0)
+            >= repeated + 2
+        ),
+        timeout=60,
+    )
+
+    [event] = eventually(lambda: _audit_events(admin, namespace, name), timeout=60)
+    assert event["count"] == 1
+    assert "rollout/no-spot-nodes" in event["message"]
