@@ -36,11 +36,12 @@ class HostileRule:
 
 
 def _doubling(seed: str, times: int) -> str:
-    """cel.bind chains that double `seed` `times` times (each level concatenates twice)."""
-    body = f"a{times}.size() > 0"
+    """Chains that double `seed` `times` times, each level naming the value with optFlatMap
+    (Kubernetes has no `cel.bind`) and concatenating it twice."""
+    body = f"optional.of(a{times}.size() > 0)"
     for i in range(times, 0, -1):
-        body = f"cel.bind(a{i}, a{i - 1} + a{i - 1}, {body})"
-    return f"cel.bind(a0, {seed}, {body})"
+        body = f"optional.of(a{i - 1} + a{i - 1}).optFlatMap(a{i}, {body})"
+    return f"optional.of({seed}).optFlatMap(a0, {body}).value()"
 
 
 BUDGET = "cost budget of 1000000 units exceeded"

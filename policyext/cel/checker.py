@@ -92,6 +92,9 @@ _LOOPS: Final = frozenset(
     )
 )
 _BINDERS: Final = frozenset(("bind", "optMap", "optFlatMap"))
+# the namespaces of cel-go libraries Kubernetes' environment does not declare, named in the
+# error so that a rule written against cel-go's documentation is told why it is refused
+_NOT_IN_KUBERNETES: Final = {"math": "math library", "base64": "encoders library"}
 # the arguments of a macro that must be bool, by (macro, number of arguments)
 _PREDICATES: Final = {
     ("all", 1): (0,),
@@ -139,8 +142,11 @@ class Checker:
         *,
         check: bool = True,
         homogeneous: bool = True,
+        bindings: bool = False,
     ) -> None:
         self.source = source
+        # cel-go's `cel.bind` macro, which Kubernetes' environment does not declare
+        self.bindings = bindings
         # Kubernetes' rule that list and map literals hold one type (cel-go's
         # HomogeneousAggregateLiterals); cel-spec's conformance tests run without it
         self.homogeneous = homogeneous
@@ -298,6 +304,13 @@ class Checker:
                 self.result.refs[node] = (FUNCTION, qualified_name)
                 # positions point at the start of the qualified name, as for any global call
                 return self.global_call(qualified_name, node.args, _chain_root(node.target))
+            library = _NOT_IN_KUBERNETES.get(dotted)
+            if library is not None and self.check:
+                raise self.error(
+                    f"undeclared reference to '{qualified_name}'"
+                    f" (Kubernetes' CEL environment has no {library})",
+                    _chain_root(node.target),
+                )
         return self.member_call(node)
 
     def global_call(self, name: str, args: list[ast.Node], node: ast.Node) -> Type:
@@ -529,6 +542,15 @@ class Checker:
         kind = node.kind
         if kind not in _LOOPS and kind not in _BINDERS:
             raise self.error(f"unknown macro {kind}", node)
+        if kind == "bind" and not self.bindings:
+            # refused checked or not (no policy is unchecked); the macro's offset is its
+            # '(', the error points at `cel`
+            at = ast.Node(max(self.source.rfind("cel", 0, node.offset), 0))
+            raise self.error(
+                "undeclared reference to 'cel.bind'"
+                " (Kubernetes' CEL environment has no bindings library)",
+                at,
+            )
         first, second = _loop_variables(kind, target, node.var2 is not None)
         scope = {node.var: first}
         if node.var2:

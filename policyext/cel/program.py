@@ -12,7 +12,7 @@ from policyext.cel.checker import Checker
 from policyext.cel.code import COST
 from policyext.cel.errors import CELCheckError, CELError, CELEvalError
 from policyext.cel.functions import FunctionTable, Library, merge_libraries
-from policyext.cel.lib import KUBERNETES_LIBRARIES
+from policyext.cel.lib import CEL_GO_EXTENSIONS, KUBERNETES_LIBRARIES
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
 from policyext.cel.planner import Planner
@@ -115,12 +115,15 @@ def compile(
     check: bool = True,
     libraries: Sequence[Library] | None = None,
     homogeneous: bool = True,
+    extensions: bool = False,
 ) -> Program:
     """Parse, check and compile a CEL expression.
 
     `variables` declares the names the expression may use, each with its type: a `Type` or
     a type name (`"dyn"` when unknown). With `check=False` (cel-spec's disable_check)
-    undeclared names are not compile errors but evaluation errors. Raises CELSyntaxError or
+    undeclared names are not compile errors but evaluation errors. The environment is
+    Kubernetes': `extensions=True` adds what cel-go has and Kubernetes does not (`math.*`,
+    `base64.*`, `cel.bind`), which cel-spec's conformance tests use. Raises CELSyntaxError or
     CELCheckError, with the line and column of the problem.
     """
     limits = limits or DEFAULT_LIMITS
@@ -137,6 +140,7 @@ def compile(
         check=check,
         libraries=libraries,
         homogeneous=homogeneous,
+        extensions=extensions,
     )
 
 
@@ -149,14 +153,24 @@ def compile_tree(
     check: bool = True,
     libraries: Sequence[Library] | None = None,
     homogeneous: bool = True,
+    extensions: bool = False,
 ) -> Program:
     """Compile a parsed (or rewritten, see `partial`) expression; `source` is the text its
     offsets point into, for error positions."""
     limits = limits or DEFAULT_LIMITS
-    table = _table(tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES)
+    chosen = tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES
+    table = _table(chosen + CEL_GO_EXTENSIONS if extensions else chosen)
     declared = variables or {}
     try:
-        checker = Checker(source, declared, table, limits, check=check, homogeneous=homogeneous)
+        checker = Checker(
+            source,
+            declared,
+            table,
+            limits,
+            check=check,
+            homogeneous=homogeneous,
+            bindings=extensions,
+        )
         checked = checker.run(tree)
         planner = Planner(checked, declared, table, limits)
         code = planner.compile(tree)

@@ -698,13 +698,15 @@ def run_case(case: Case) -> Outcome:
     from policyext.cel import CELCheckError, CELError, compile
 
     try:
-        # cel-go's default environment: literals may mix types (Kubernetes' may not)
+        # cel-go's environment: literals may mix types (Kubernetes' may not), and it has
+        # the math, encoders and bindings libraries (Kubernetes' does not)
         program = compile(
             case.expr,
             dict(case.variables),
             limits=limits(),
             check=not case.disable_check,
             homogeneous=False,
+            extensions=True,
         )
     except CELError as err:
         if isinstance(case.expect, ExpectError) and isinstance(err, CELCheckError):

@@ -749,7 +749,8 @@ class ExprGen:
             ]
         )
 
-    # -- extension libraries (cel-go's strings, math and encoders, as Kubernetes has them) --
+    # -- extension libraries: cel-go's strings, math and encoders (the last two are not --
+    # -- Kubernetes'; the differential test compiles with `extensions=True`) --
 
     def extension(self, kind: str, depth: int) -> str:
         draw = self.draw

@@ -131,3 +131,46 @@ def test_a_realistic_rule_on_pods_and_nodes_is_accepted(source: str) -> None:
 def test_a_mistake_of_the_parity_corpus_is_refused(source: str) -> None:
     with pytest.raises(CELCheckError):
         cel.compile(source, OBJECTS)
+
+
+# cel-go libraries Kubernetes' environment does not declare: (source, message, position)
+NOT_IN_KUBERNETES = [
+    (
+        "1 + math.greatest(1, 2)",
+        "undeclared reference to 'math.greatest' (Kubernetes' CEL environment has no math library)",
+        (1, 5),
+    ),
+    (
+        "size(node.metadata.name) > 0 &&\n  math.isNaN(1.0)",
+        "undeclared reference to 'math.isNaN' (Kubernetes' CEL environment has no math library)",
+        (2, 3),
+    ),
+    (
+        "'' != base64.encode(b'a')",
+        "undeclared reference to 'base64.encode'"
+        " (Kubernetes' CEL environment has no encoders library)",
+        (1, 7),
+    ),
+    (
+        "[1].all(i, cel.bind(x, i, x > 0))",
+        "undeclared reference to 'cel.bind' (Kubernetes' CEL environment has no bindings library)",
+        (1, 12),
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "message", "position"), NOT_IN_KUBERNETES, ids=repr)
+def test_a_cel_go_library_kubernetes_lacks_is_refused_at_its_position(
+    source: str, message: str, position: tuple[int, int]
+) -> None:
+    with pytest.raises(CELCheckError) as refused:
+        cel.compile(source, OBJECTS)
+    assert refused.value.message == message
+    assert (refused.value.line, refused.value.column) == position
+
+
+@pytest.mark.parametrize(("source", "message", "position"), NOT_IN_KUBERNETES, ids=repr)
+def test_a_cel_go_library_kubernetes_lacks_compiles_with_extensions_for_conformance(
+    source: str, message: str, position: tuple[int, int]
+) -> None:
+    cel.compile(source, OBJECTS, extensions=True)  # must not raise

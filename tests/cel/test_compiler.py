@@ -42,7 +42,7 @@ ACTIVATION: dict[str, object] = {"x": X, "v": "outer"}
 
 def evaluate(source: str, activation: Mapping[str, object] | None = None) -> object:
     bindings = dict(ACTIVATION if activation is None else activation)
-    return compile(source, dict.fromkeys(bindings, "dyn")).evaluate(bindings)
+    return compile(source, dict.fromkeys(bindings, "dyn"), extensions=True).evaluate(bindings)
 
 
 class Fails:
@@ -108,7 +108,7 @@ def test_a_known_function_with_the_wrong_number_of_arguments_is_a_check_error(
     source: str, line: int, column: int
 ) -> None:
     with pytest.raises(CELCheckError) as caught:
-        compile(source, {"x": "dyn"})
+        compile(source, {"x": "dyn"}, extensions=True)
     assert (caught.value.line, caught.value.column) == (line, column)
     assert "no matching overload" in caught.value.message
 
@@ -173,7 +173,7 @@ def test_operands_that_can_never_match_are_rejected_at_compile_time(
 def test_expressions_over_dynamic_values_are_not_rejected_by_the_checker(
     source: str, activation: dict[str, object], expected: object
 ) -> None:
-    program = compile(source, dict.fromkeys(activation, "dyn"))
+    program = compile(source, dict.fromkeys(activation, "dyn"), extensions=True)
     assert same(program.evaluate(activation), expected)
 
 
@@ -289,7 +289,7 @@ def test_without_checking_undeclared_names_are_evaluation_errors(
 def test_references_and_selections_report_the_root_variables_and_fields_read(
     source: str, references: set[str], selections: set[tuple[str, str]]
 ) -> None:
-    program = compile(source, {"node": "map", "pod": "map", "other": "dyn"})
+    program = compile(source, {"node": "map", "pod": "map", "other": "dyn"}, extensions=True)
     assert program.references == references
     assert program.selections == selections
 
@@ -681,7 +681,7 @@ def test_evaluation_never_modifies_the_activation_even_when_it_fails_mid_loop(
 ) -> None:
     activation: dict[str, object] = {"x": {"l": [1, 2, 0], "a": {"k": 1}, "s": "str"}, "v": "v"}
     before = copy.deepcopy(activation)
-    program = compile(source, {"x": "dyn", "v": "dyn"})
+    program = compile(source, {"x": "dyn", "v": "dyn"}, extensions=True)
     try:
         first: object = program.evaluate(activation)
     except CELEvalError as e:

@@ -137,7 +137,9 @@ def run_ours(case: Case, *, check: bool) -> Outcome:
     """Our engine; anything but a CELError escapes and fails the test."""
     variables = {name: "dyn" for name in case.activation}
     try:
-        program = ours.compile(case.source, variables, check=check, homogeneous=False)
+        program = ours.compile(
+            case.source, variables, check=check, homogeneous=False, extensions=True
+        )
     except CELError as error:
         return Outcome(error=f"compile: {error}")
     try:
@@ -232,7 +234,7 @@ def parses_in_oracle(source: str) -> bool:
 
 def parses_in_ours(source: str) -> bool:
     try:
-        ours.compile(source, {"x": "dyn", "y": "dyn", "obj": "dyn"}, check=False)
+        ours.compile(source, {"x": "dyn", "y": "dyn", "obj": "dyn"}, check=False, extensions=True)
     except CELSyntaxError:
         return False
     except CELError:

@@ -126,7 +126,7 @@ def test_a_third_nested_comprehension_is_a_check_error_at_its_position(
     source: str, line: int, column: int
 ) -> None:
     with pytest.raises(CELCheckError) as caught:
-        compile(source)
+        compile(source, extensions=True)
     assert (caught.value.line, caught.value.column) == (line, column)
     assert "nested" in caught.value.message
 
@@ -148,7 +148,7 @@ def test_a_third_nested_comprehension_is_a_check_error_at_its_position(
 def test_two_nested_comprehensions_and_any_number_in_sequence_are_allowed(
     source: str, expected: object
 ) -> None:
-    assert compile(source).evaluate({}) == expected
+    assert compile(source, extensions=True).evaluate({}) == expected
 
 
 def test_max_comprehension_nesting_can_be_raised() -> None:
@@ -252,7 +252,7 @@ SMALL = "a" * 10
     ids=repr,
 )
 def test_string_functions_are_charged_by_the_size_of_their_input(source: str) -> None:
-    program = compile(source, {"s": "string", "p": "string"})
+    program = compile(source, {"s": "string", "p": "string"}, extensions=True)
     program.evaluate({"s": SMALL, "p": "b+"}, budget=1000)
     with pytest.raises(CostLimitExceeded):
         program.evaluate({"s": BIG, "p": "b+"}, budget=1000)
@@ -283,7 +283,7 @@ def test_string_functions_are_charged_by_the_size_of_their_input(source: str) ->
     ids=repr,
 )
 def test_list_functions_and_loops_are_charged_by_the_size_of_their_input(source: str) -> None:
-    program = compile(source, {"l": "list"})
+    program = compile(source, {"l": "list"}, extensions=True)
     program.evaluate({"l": list(range(10))}, budget=1000)
     with pytest.raises(CostLimitExceeded):
         program.evaluate({"l": list(range(100_000))}, budget=1000)
@@ -334,7 +334,7 @@ def _doubling(seed: str, times: int) -> str:
     ids=["string doubling", "list doubling", "replace blow-up", "quadratic membership"],
 )
 def test_a_blow_up_is_stopped_by_the_budget(source: str, activation: dict[str, object]) -> None:
-    program = compile(source, dict.fromkeys(activation, "dyn"))
+    program = compile(source, dict.fromkeys(activation, "dyn"), extensions=True)
     with pytest.raises(CostLimitExceeded):
         program.evaluate(activation, budget=100_000)
 

@@ -145,7 +145,7 @@ def test_a_value_nested_too_deeply_is_an_evaluation_error_not_a_crash() -> None:
 
 def test_a_program_can_be_shared_between_threads() -> None:
     program = compile(
-        "x.items.filter(i, i % 2 == 0).map(i, i * k).sum() + cel.bind(t, k, t)",
+        "x.items.filter(i, i % 2 == 0).map(i, i * k).sum() + optional.of(k).optMap(t, t).value()",
         {"x": "map", "k": "int"},
     )
 
@@ -277,8 +277,6 @@ def test_the_documentation_has_examples_for_every_section() -> None:
         "Semver",
         "IP addresses and CIDRs",
         "URL",
-        "Math",
-        "Base64",
     }
     for (_, title), first, last in zip(headings, lines, [*lines[1:], 10**9], strict=True):
         if title in needs_examples:

@@ -98,6 +98,24 @@ CASES = [
         "11:7: b/f: undeclared reference to function 'nosuch' (expression 3:1)",
     ),
     (
+        "cel-go's math library, which Kubernetes does not declare",
+        doc("k", 'scores:\n- name: s\n  expression: "1 + math.greatest(1, 2)"'),
+        "8:22: k/s: undeclared reference to 'math.greatest'"
+        " (Kubernetes' CEL environment has no math library) (expression 1:5)",
+    ),
+    (
+        "cel-go's encoders library, which Kubernetes does not declare",
+        doc("k", "filters:\n- name: f\n  expression: \"base64.encode(b'a') != ''\""),
+        "8:18: k/f: undeclared reference to 'base64.encode'"
+        " (Kubernetes' CEL environment has no encoders library) (expression 1:1)",
+    ),
+    (
+        "cel-go's cel.bind, which Kubernetes does not declare",
+        doc("k", 'filters:\n- name: f\n  expression: "[1].all(i, cel.bind(x, i, x > 0))"'),
+        "8:29: k/f: undeclared reference to 'cel.bind'"
+        " (Kubernetes' CEL environment has no bindings library) (expression 1:12)",
+    ),
+    (
         "message and messageExpression together",
         doc(
             "m",

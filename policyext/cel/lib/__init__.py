@@ -18,6 +18,7 @@ from policyext.cel.lib.strings import STRINGS_LIBRARY
 from policyext.cel.lib.url import URL_LIBRARY
 from policyext.cel.stdlib import STANDARD_LIBRARY
 
+# what Kubernetes' CEL environment declares: the environment of every policy expression
 KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
     STANDARD_LIBRARY,
     STRINGS_LIBRARY,
@@ -25,10 +26,12 @@ KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
     LISTS_LIBRARY,
     SETS_LIBRARY,
     REGEX_LIBRARY,
-    MATH_LIBRARY,
-    ENCODERS_LIBRARY,
     QUANTITY_LIBRARY,
     SEMVER_LIBRARY,
     NET_LIBRARY,
     URL_LIBRARY,
 )
+
+# cel-go's ext.Math and ext.Encoders, which Kubernetes does not declare: only for running
+# cel-spec's conformance tests (with `cel.bind`, see `compile(..., extensions=True)`)
+CEL_GO_EXTENSIONS: Final[tuple[Library, ...]] = (MATH_LIBRARY, ENCODERS_LIBRARY)
