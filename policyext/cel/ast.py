@@ -86,3 +86,18 @@ class Comprehension(Node):
     var: str
     var2: str | None
     args: list[Node] = field(default_factory=list)
+
+
+def is_chain_step(node: Node) -> bool:
+    """A selection, or an index with a constant string key, that extends an access chain
+    (`a.b`, `a['b']`, `a[?'b']`): what the checker resolves as one qualified name and the
+    planner compiles into one closure."""
+    if isinstance(node, Select):
+        return not node.test_only
+    return (
+        isinstance(node, Call)
+        and node.target is None
+        and node.function in ("_[_]", "_[?_]")
+        and isinstance(node.args[1], Literal)
+        and type(node.args[1].value) is str
+    )

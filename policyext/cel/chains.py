@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.cel import ast
 from policyext.cel import operators as ops
 from policyext.cel.code import ABSENT, Activation, Code, Fn, constant
 from policyext.cel.errors import CELEvalError
@@ -23,19 +22,6 @@ from policyext.cel.values import OPTIONAL_NONE, Optional
 Step = tuple[bool, str, bool]
 
 _FAST_ERRORS: Final = (KeyError, TypeError, IndexError)
-
-
-def is_chain_step(node: ast.Node) -> bool:
-    """A selection, or an index with a constant string key, that can extend a chain."""
-    if isinstance(node, ast.Select):
-        return not node.test_only
-    return (
-        isinstance(node, ast.Call)
-        and node.target is None
-        and node.function in ("_[_]", "_[?_]")
-        and isinstance(node.args[1], ast.Literal)
-        and type(node.args[1].value) is str
-    )
 
 
 def compile_chain(base: Code, steps: list[Step]) -> Code:

@@ -267,7 +267,7 @@ class Checker:
     def is_chain_base(self, node: ast.Node) -> bool:
         """Whether an access chain starts at this node (the planner reads a chain as one:
         only its base is checked for selection)."""
-        return not _is_chain_step(node) or node in self.result.refs
+        return not ast.is_chain_step(node) or node in self.result.refs
 
     def field_type(self, operand: Type, node: ast.Select) -> Type:
         """The type of `operand.field`; a field its object type does not have is an error."""
@@ -499,7 +499,7 @@ class Checker:
         else:
             element = DYN
         base = node.args[0]
-        selects = self.check and _is_chain_step(node) and self.is_chain_base(base)
+        selects = self.check and ast.is_chain_step(node) and self.is_chain_base(base)
         if selects and container.kind in _NOT_SELECTABLE:
             raise self.error(f"type '{container.kind}' does not support field selection", base)
         return t.optional_of(element) if optional else element
@@ -656,21 +656,8 @@ def _macro_result(kind: str, target: Type, first: Type, bodies: list[Type]) -> T
     return bodies[0] if bodies[0].kind == "optional_type" else t.OPTIONAL  # optFlatMap
 
 
-def _is_chain_step(node: ast.Node) -> bool:
-    """A selection, or an index with a constant string key, that extends an access chain."""
-    if isinstance(node, ast.Select):
-        return not node.test_only
-    return (
-        isinstance(node, ast.Call)
-        and node.target is None
-        and node.function in ("_[_]", "_[?_]")
-        and isinstance(node.args[1], ast.Literal)
-        and type(node.args[1].value) is str
-    )
-
-
 def _chain_root(node: ast.Node) -> ast.Node:
-    while _is_chain_step(node):
+    while ast.is_chain_step(node):
         node = node.operand if isinstance(node, ast.Select) else node.args[0]  # type: ignore[attr-defined]
     return node
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 from policyext.cel import ast
 from policyext.cel import operators as ops
 from policyext.cel.celtypes import TIMESTAMP
-from policyext.cel.chains import Step, compile_chain, is_chain_step
+from policyext.cel.chains import Step, compile_chain
 from policyext.cel.checker import FUNCTION, LOCAL, TYPE_NAME, UNDECLARED, Checked
 from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
 from policyext.cel.comprehensions import compile_comprehension
@@ -205,7 +205,7 @@ class Planner:
 
     def chain(self, node: ast.Node) -> Code:
         steps: list[Step] = []  # from the innermost step outwards
-        while is_chain_step(node) and node not in self.checked.refs:
+        while ast.is_chain_step(node) and node not in self.checked.refs:
             if isinstance(node, ast.Select):
                 steps.append((True, node.field, node.optional))
                 node = node.operand
@@ -568,7 +568,7 @@ class Planner:
         return self.fold(code, [item, container])
 
     def index(self, node: ast.Call) -> Code:
-        if is_chain_step(node):
+        if ast.is_chain_step(node):
             return self.access_chain(node)
         container, key = self.args(node.args)
         cf, kf = container.fn, key.fn
@@ -576,7 +576,7 @@ class Planner:
         return self.fold(code, [container, key])
 
     def optional_index(self, node: ast.Call) -> Code:
-        if is_chain_step(node):
+        if ast.is_chain_step(node):
             return self.access_chain(node)
         container, key = self.args(node.args)
         cf, kf = container.fn, key.fn
