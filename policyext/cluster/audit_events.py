@@ -82,12 +82,7 @@ def audit_finding(pod: Mapping[str, Any], ev: Evaluation) -> AuditFinding | None
     meta = pod.get("metadata")
     if not audits or not isinstance(meta, Mapping) or not meta.get("name"):
         return None
-    nodes: dict[str, list[str]] = {}
-    for i in sorted(ev.own):  # audits are never shared rejections: always a node's own
-        for r in ev.own[i].audits:
-            named = nodes.setdefault(r.rule_id, [])
-            if len(named) < NODES_NAMED:
-                named.append(ev.names[i])
+    nodes = ev.audit_nodes(NODES_NAMED)
     rules = tuple(
         (f"{p}/{r}", n, tuple(nodes.get(f"{p}/{r}", ()))) for (p, r), n in sorted(audits.items())
     )

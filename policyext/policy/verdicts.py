@@ -190,6 +190,17 @@ class Evaluation:
     def feasible(self) -> list[NodeVerdict]:
         return [v for v in self.nodes if v.feasible]
 
+    def audit_nodes(self, limit: int) -> dict[str, list[str]]:
+        """`policy/rule` -> the first `limit` nodes (in request order) that Audit rule would
+        have rejected; `tally().audits` has how many there were in all."""
+        out: dict[str, list[str]] = {}
+        for i in sorted(self.own):  # audits are never shared rejections: always a node's own
+            for r in self.own[i].audits:
+                names = out.setdefault(r.rule_id, [])
+                if len(names) < limit:
+                    names.append(self.names[i])
+        return out
+
     def tally(self) -> Tally:
         """Per-rule counts of rejections, Audit would-rejects and errors (computed once)."""
         if self._tally is None:

@@ -174,7 +174,7 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
         record["errors"] = ev.errors
         if tally.audits:
             record["auditRejectedBy"] = {f"{p}/{r}": n for (p, r), n in tally.audits.items()}
-            record["auditNodes"] = audit_nodes(ev)
+            record["auditNodes"] = ev.audit_nodes(AUDIT_NODES_LOGGED)
         if ev.audit_scores:
             record["auditScores"] = {
                 f"{p}/{r}": {"nodes": a.nodes, "mean": round(a.points / a.nodes, 3), "best": a.best}
@@ -204,18 +204,6 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
 
 # node names per Audit rule in a decision line: enough to look at, bounded for 5,000 nodes
 AUDIT_NODES_LOGGED: Final = 10
-
-
-def audit_nodes(ev: Evaluation) -> dict[str, list[str]]:
-    """`policy/rule` -> the first nodes (in request order) that Audit rule would have
-    rejected; `auditRejectedBy` has how many there were in all."""
-    out: dict[str, list[str]] = {}
-    for i in sorted(ev.own):  # audits are never shared rejections: always a node's own
-        for r in ev.own[i].audits:
-            names = out.setdefault(r.rule_id, [])
-            if len(names) < AUDIT_NODES_LOGGED:
-                names.append(ev.names[i])
-    return out
 
 
 def utc_now() -> str:
