@@ -13,7 +13,15 @@ from typing import Any
 
 from policyext.cel import CELError, parse_timestamp
 from policyext.cli import emulation
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, fail, usage
+from policyext.cli.flags import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Commands,
+    add_kubeconfig,
+    add_output,
+    fail,
+    usage,
+)
 from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
@@ -49,10 +57,7 @@ def register(commands: Commands) -> None:
     where.add_argument(
         "--snapshot", metavar="FILE", help="Nodes and Pods (and Events, if any) from a file"
     )
-    parser.add_argument(
-        "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
-    )
-    parser.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
+    add_kubeconfig(parser)
     parser.add_argument("--now", metavar="TIME", help="the time as `now` (RFC 3339)")
     emulation.add_flags(parser)
     add_output(parser, ("table", "json", "yaml"))

@@ -37,6 +37,14 @@ def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> Non
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+def add_kubeconfig(parser: argparse.ArgumentParser) -> None:
+    """The connection flags of a command that can read the live cluster (`--cluster`)."""
+    parser.add_argument(
+        "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
+    )
+    parser.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
+
+
 def split_paths(text: str) -> list[str]:
     """`a.yaml,rules/` -> ["a.yaml", "rules/"] (empty parts dropped)."""
     return [part for part in text.split(",") if part]

@@ -12,6 +12,7 @@ from policyext.cli.flags import (
     EXIT_INVALID,
     EXIT_OK,
     Commands,
+    add_kubeconfig,
     add_output,
     add_paths,
     fail,
@@ -64,10 +65,7 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="with --snapshot: the snapshot has no Pods on purpose (otherwise an error)",
     )
-    parser.add_argument(
-        "--kubeconfig", metavar="FILE", help="with --cluster (default: $KUBECONFIG, ~/.kube/config)"
-    )
-    parser.add_argument("--context", metavar="NAME", help="a context of the kubeconfig")
+    add_kubeconfig(parser)
     pending.add_flags(parser)
     parser.add_argument("--now", metavar="TIME", help="the time as `now` (RFC 3339)")
     emulation.add_flags(parser)
