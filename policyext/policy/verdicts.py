@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import itemgetter
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -91,6 +93,28 @@ class NodeVerdict:
         return MESSAGE_SEPARATOR.join(dict.fromkeys(r.message for r in rejections))
 
 
+class Refused(NamedTuple):
+    """Rejected nodes in node order and their messages: `messages[message[k]]` is the
+    message of `names[k]` (a few distinct messages for thousands of nodes)."""
+
+    names: list[str]
+    message: npt.NDArray[np.intp]
+    messages: list[str]
+
+    @staticmethod
+    def none() -> Refused:
+        return Refused([], np.zeros(0, np.intp), [])
+
+    def texts(self) -> list[str]:
+        """Each node's message, in order."""
+        if not self.names:
+            return []
+        return np.array(self.messages, object)[self.message].tolist()  # type: ignore[no-any-return]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(zip(self.names, self.texts(), strict=True))
+
+
 @dataclass
 class Tally:
     """What an evaluation did, by (policy, rule): for metrics and the decision log."""
@@ -118,7 +142,7 @@ class Evaluation:
     names: list[str]
     own: dict[int, NodeVerdict] = field(default_factory=dict)  # by node index
     scores: list[int] | None = None  # final scores of `scored`, when scored
-    scored: list[int] = field(default_factory=list)  # the indexes of the scored nodes
+    scored: list[int] = field(default_factory=list)  # the indexes of the scored nodes, ascending
     evaluations: int = 0  # CEL evaluations performed
     errors: int = 0  # evaluation errors (all kinds)
     timed_out: bool = False  # the request deadline stopped some evaluations
@@ -129,6 +153,7 @@ class Evaluation:
     audit_scores: dict[tuple[str, str], AuditScore] = field(default_factory=dict)
     _nodes: list[NodeVerdict] | None = None
     _tally: Tally | None = None
+    _plain_union: Mask | None = None  # the union of the `plain` masks, once asked
 
     def verdict(self, i: int) -> NodeVerdict:
         """Node i's own verdict, made (with its plain rejections so far) when needed."""
@@ -150,6 +175,7 @@ class Evaluation:
                 _add_rejection(verdict, rejection)
         self._nodes = None
         self._tally = None
+        self._plain_union = None
 
     @property
     def verdicts(self) -> dict[int, NodeVerdict]:
@@ -160,10 +186,17 @@ class Evaluation:
         return self.own
 
     def _plain_mask(self) -> Mask:
-        masks = [mask for _, mask in self.plain]
-        if not masks:
-            return np.zeros(len(self.names), np.bool_)
-        return np.logical_or.reduce(masks) if len(masks) > 1 else masks[0]
+        """The nodes some plain rejection rejected (computed once per `add_plain`: the
+        reply, the tally and the log all ask; never to be written to)."""
+        union = self._plain_union
+        if union is None:
+            masks = [mask for _, mask in self.plain]
+            if not masks:
+                union = np.zeros(len(self.names), np.bool_)
+            else:
+                union = np.logical_or.reduce(masks) if len(masks) > 1 else masks[0]
+            self._plain_union = union
+        return union
 
     def infeasible(self) -> Mask:
         """Per node: rejected by some Enforce filter."""
@@ -205,7 +238,7 @@ class Evaluation:
         """Per-rule counts of rejections, Audit would-rejects and errors (computed once)."""
         if self._tally is None:
             t = self._tally = Tally()
-            t.infeasible = int(self.infeasible().sum())
+            t.infeasible = int(np.count_nonzero(self.infeasible()))
             for v in self.own.values():
                 for r in v.rejections:
                     t.rejections[r.policy, r.rule] += 1
@@ -218,10 +251,13 @@ class Evaluation:
                 for r in v.skipped:
                     t.errors[r.policy, r.rule] += 1
             if self.plain:
-                outside = np.ones(len(self.names), np.bool_)
-                outside[list(self.own)] = False  # their rejections are counted above
+                outside: Mask | None = None  # the nodes without a verdict of their own
+                if self.own:
+                    outside = np.ones(len(self.names), np.bool_)
+                    outside[list(self.own)] = False  # their rejections are counted above
                 for r, mask in self.plain:
-                    t.rejections[r.policy, r.rule] += int((mask & outside).sum())
+                    counted = mask if outside is None else mask & outside
+                    t.rejections[r.policy, r.rule] += int(np.count_nonzero(counted))
             t.errors.update(self.score_errors)
         return self._tally
 
@@ -233,67 +269,75 @@ class Evaluation:
         infeasible = self.infeasible()
         if not infeasible.any():
             return list(self.names)
-        return [n for n, bad in zip(self.names, infeasible.tolist(), strict=True) if not bad]
+        return list(compress(self.names, (~infeasible).tolist()))
 
     def rejected(self) -> tuple[dict[str, str], dict[str, str]]:
         """The rejected nodes' messages by name, in node order: those a scheduler's
         preemption may help (FailedNodes), and the unresolvable ones."""
-        failed: dict[str, str] = {}
-        unresolvable: dict[str, str] = {}
+        failed, unresolvable = self.refusals()
+        return failed.as_dict(), unresolvable.as_dict()
+
+    def refusals(self) -> tuple[Refused, Refused]:
+        """`rejected()` as lists in node order, each message given by its index in a short
+        list of the distinct messages: a reply over thousands of nodes is then written
+        without a dict or a string per node (server/wire.py)."""
         names = self.names
-        rows = np.flatnonzero(self.infeasible()).tolist()
-        if not rows:
-            return failed, unresolvable
+        infeasible = self.infeasible()
+        rows = np.flatnonzero(infeasible)
+        if not len(rows):
+            return Refused.none(), Refused.none()
         plain = self.plain
         if len(plain) > 60:  # more rules than bits: one verdict per node
-            for i in rows:
-                _file(self.verdict(i), names[i], failed, unresolvable)
-            return failed, unresolvable
+            return _refusals_of((names[i], self.verdict(i)) for i in rows.tolist())
         # the plain rejections of a node as the bits of one number: a few distinct
         # combinations, each turned into its messages once
-        codes = np.zeros(len(names), np.int64)
+        codes = np.zeros(len(rows), np.int64)
         for bit, (_, mask) in enumerate(plain):
-            codes |= mask.astype(np.int64) << bit
-        messages: dict[int, tuple[bool, str]] = {}
+            codes |= mask[rows].astype(np.int64) << bit
         own = self.own
-        if not own:  # the common case: each distinct combination's message, once
-            combinations, which = np.unique(codes[rows], return_inverse=True)
-            filed: list[tuple[bool, str]] = []
-            for code in combinations.tolist():
-                combined = NodeVerdict("")
-                for bit, (rejection, _) in enumerate(plain):
-                    if code >> bit & 1:
-                        _add_rejection(combined, rejection)
-                filed.append(_message_of(combined))
-            text = np.array([m for _, m in filed], object)[which]
-            away = np.array([u for u, _ in filed], np.bool_)[which]
-            rejected = np.array(names, object)[rows]
-            failed = dict(zip(rejected[~away].tolist(), text[~away].tolist(), strict=True))
-            unresolvable = dict(zip(rejected[away].tolist(), text[away].tolist(), strict=True))
-            return failed, unresolvable
-        for i, code in zip(rows, codes[rows].tolist(), strict=True):
-            verdict = own.get(i)
-            if verdict is not None:
-                _file(verdict, names[i], failed, unresolvable)
-                continue
-            found = messages.get(code)
-            if found is None:
-                verdict = NodeVerdict("")
-                for bit, (rejection, _) in enumerate(plain):
-                    if code >> bit & 1:
-                        _add_rejection(verdict, rejection)
-                found = messages[code] = _message_of(verdict)
-            if found[0]:
-                unresolvable[names[i]] = found[1]
-            else:
-                failed[names[i]] = found[1]
-        return failed, unresolvable
+        if own:  # nodes with verdicts of their own among them: node by node
+            combined: dict[int, NodeVerdict] = {}
+            verdicts: list[tuple[str, NodeVerdict]] = []
+            for i, code in zip(rows.tolist(), codes.tolist(), strict=True):
+                verdict = own.get(i)
+                if verdict is None:
+                    verdict = combined.get(code)
+                    if verdict is None:
+                        verdict = combined[code] = _combined(plain, code)
+                verdicts.append((names[i], verdict))
+            return _refusals_of(verdicts)
+        # the common case: each distinct combination's message, once
+        combinations, which = np.unique(codes, return_inverse=True)
+        filed = [_message_of(_combined(plain, code)) for code in combinations.tolist()]
+        texts = [text for _, text in filed]
+        away = np.array([unresolvable for unresolvable, _ in filed], np.bool_)
+        if not away.any():
+            return Refused(_pick(names, rows), which, texts), Refused.none()
+        rows_away = away[which]
+        return (
+            Refused(_pick(names, rows[~rows_away]), which[~rows_away], texts),
+            Refused(_pick(names, rows[rows_away]), which[rows_away], texts),
+        )
 
     def final_scores(self) -> dict[str, int]:
         """Final scores by node name (scored nodes only)."""
         if self.scores is None:
             return {}
         return {self.names[i]: s for i, s in zip(self.scored, self.scores, strict=True)}
+
+    def scores_in_order(self) -> list[int]:
+        """The final score of every node, in node order (0 for a node not scored): what a
+        prioritize reply lists when every node it names was evaluated."""
+        scores = self.scores
+        count = len(self.names)
+        if scores is None:
+            return [0] * count
+        if len(scores) == count:  # every node scored: `scored` is 0, 1, ... in order
+            return list(scores)
+        ordered = [0] * count
+        for i, score in zip(self.scored, scores, strict=True):
+            ordered[i] = score
+        return ordered
 
     def best(self) -> NodeVerdict | None:
         """The feasible node with the highest final score (the first of equals)."""
@@ -310,13 +354,36 @@ def _add_rejection(verdict: NodeVerdict, rejection: Rejection) -> None:
     verdict.unresolvable = verdict.unresolvable or rejection.unresolvable
 
 
+def _combined(plain: list[tuple[Rejection, Mask]], code: int) -> NodeVerdict:
+    """The verdict of a node with only the plain rejections whose bits are set in `code`."""
+    verdict = NodeVerdict("")
+    for bit, (rejection, _) in enumerate(plain):
+        if code >> bit & 1:
+            _add_rejection(verdict, rejection)
+    return verdict
+
+
+def _pick(names: list[str], rows: npt.NDArray[np.intp]) -> list[str]:
+    """names[i] for each i of rows, in one C call."""
+    if len(rows) > 1:
+        return list(itemgetter(*rows.tolist())(names))
+    return [names[i] for i in rows.tolist()]
+
+
+def _refusals_of(verdicts: Iterable[tuple[str, NodeVerdict]]) -> tuple[Refused, Refused]:
+    """The refusals of nodes given with their verdicts, in order."""
+    found: tuple[tuple[list[str], list[int]], tuple[list[str], list[int]]] = (([], []), ([], []))
+    messages: dict[str, int] = {}
+    for name, verdict in verdicts:
+        unresolvable, text = _message_of(verdict)
+        names, indexes = found[1 if unresolvable else 0]
+        names.append(name)
+        indexes.append(messages.setdefault(text, len(messages)))
+    texts = list(messages)
+    failed, unresolvable_ = (Refused(n, np.array(k, np.intp), texts) for n, k in found)
+    return failed, unresolvable_
+
+
 def _message_of(verdict: NodeVerdict) -> tuple[bool, str]:
     """Where a rejected node goes in the reply, and with which message."""
     return verdict.unresolvable, verdict.message()
-
-
-def _file(
-    verdict: NodeVerdict, name: str, failed: dict[str, str], unresolvable: dict[str, str]
-) -> None:
-    unresolvable_, message = _message_of(verdict)
-    (unresolvable if unresolvable_ else failed)[name] = message

@@ -11,6 +11,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
@@ -20,6 +22,7 @@ from policyext.policy.resources import (
     node_info_of,
     without_pods,
 )
+from policyext.policy.verdicts import Refused
 from policyext.server import wire
 from policyext.server.remembered import Remembered, memo_key
 
@@ -170,21 +173,8 @@ def run_filter(
     known, key, ev, nodes, unknown = _answer("filter", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    rejected, unresolvable = ev.rejected()
-    failed: dict[str, str] = dict.fromkeys(unknown, UNKNOWN_NODE)
-    failed.update(rejected)
-    infeasible = ev.infeasible().tolist()
-    feasible_names = [n for n, bad in zip(ev.names, infeasible, strict=True) if not bad]
-    feasible_nodes: list[Any] = []
-    if not names_mode:
-        originals = args.raw_nodes if args.raw_nodes is not None else nodes
-        feasible_nodes = [n for n, bad in zip(originals, infeasible, strict=True) if not bad]
-    body = wire.filter_result(
-        None if names_mode else feasible_nodes,
-        feasible_names if names_mode else None,
-        failed,
-        unresolvable,
-    )
+    originals = args.raw_nodes if args.raw_nodes is not None else nodes
+    body = filter_reply(ev, unknown, None if names_mode else originals)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
     return result
@@ -200,16 +190,51 @@ def run_prioritize(
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
     if source_problem(args, source, policies):
-        zeros = wire.priority_list([(n, 0) for n in args.names])
+        zeros = wire.host_priorities(args.names, [0] * len(args.names))
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
     known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    scores = ev.final_scores()
-    body = wire.priority_list([(n, scores.get(n, 0)) for n in args.names])
+    # NodeNames were checked for repeats when parsed (wire.unique); nodes sent whole were not
+    body = prioritize_reply(ev, args.names, unique=args.node_names is not None)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
     return result
+
+
+def filter_reply(
+    ev: Evaluation, unknown: Mapping[str, str], originals: Sequence[object] | None
+) -> bytes:
+    """ExtenderFilterResult of an evaluation: the names that passed (NodeNames mode,
+    `originals` None) or the nodes that passed (Nodes mode: `originals` are the request's
+    nodes, as objects or as the bytes they came in), then the failed nodes, those the
+    node source did not know first."""
+    if originals is None:
+        failed, unresolvable = ev.refusals()
+        if unknown:  # first, as the request named them
+            failed = Refused(
+                [*unknown, *failed.names],
+                np.concatenate((np.full(len(unknown), len(failed.messages)), failed.message)),
+                [*failed.messages, UNKNOWN_NODE],
+            )
+        return wire.names_filter_result(ev.feasible_names(), failed, unresolvable)
+    rejected, unresolvable_ = ev.rejected()
+    failed_: dict[str, str] = rejected
+    if unknown:
+        failed_ = dict.fromkeys(unknown, UNKNOWN_NODE)
+        failed_.update(rejected)
+    passed = list(itertools.compress(originals, (~ev.infeasible()).tolist()))
+    return wire.filter_result(passed, None, failed_, unresolvable_)  # type: ignore[arg-type]
+
+
+def prioritize_reply(ev: Evaluation, names: list[str], *, unique: bool = False) -> bytes:
+    """HostPriorityList for every name of the request, in its order: its final score, 0
+    for a node the node source did not know (not in the evaluation). `unique`: the names
+    are known to be distinct (else they are checked)."""
+    if ev.names == names and (unique or len(set(names)) == len(names)):
+        return wire.host_priorities(names, ev.scores_in_order())
+    scores = ev.final_scores()  # (by name: a repeated name gets its last node's score)
+    return wire.host_priorities(names, [scores.get(n, 0) for n in names])
 
 
 def run_explain(

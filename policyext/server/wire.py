@@ -8,13 +8,17 @@ PascalCase names. Scores are integers. See docs/extender-api.md and schemas/open
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 Json = dict[str, Any]
+# rejected nodes in order, each message as an index into a few distinct messages
+Refusals = tuple[list[str], npt.NDArray[np.intp], list[str]]
 
 
 class WireError(ValueError):
@@ -243,9 +247,71 @@ def filter_result(
     )
 
 
+def names_filter_result(feasible: list[str], failed: Refusals, unresolvable: Refusals) -> bytes:
+    """`filter_result(None, feasible, failed, unresolvable)` with the failed nodes given as
+    `Refusals` of distinct names: the same bytes, each message encoded once."""
+    return b"".join(
+        (
+            b'{"Nodes":null,"NodeNames":',
+            orjson.dumps(feasible),
+            b',"FailedNodes":',
+            _messages_by_name(*failed),
+            b',"FailedAndUnresolvableNodes":',
+            _messages_by_name(*unresolvable),
+            b',"Error":""}',
+        )
+    )
+
+
+def _messages_by_name(
+    names: list[str], message: npt.NDArray[np.intp], messages: list[str]
+) -> bytes:
+    """`{name: messages[message[k]]}` as orjson writes it: the names joined with each one's
+    encoded message between them; where a name needs an escape (orjson writes a
+    backslash for every one), the plain encoding."""
+    if not names:
+        return b"{}"
+    if b"\\" in orjson.dumps(names):
+        return orjson.dumps(
+            dict(zip(names, np.array(messages, object)[message].tolist(), strict=True))
+        )
+    between = np.array([f'":{orjson.dumps(m).decode()},"' for m in messages], object)
+    parts: list[str] = ['{"'] * (2 * len(names) + 1)
+    parts[1::2] = names
+    parts[2::2] = between[message].tolist()
+    parts[-1] = parts[-1][:-2] + "}"
+    return "".join(parts).encode()
+
+
 def priority_list(scores: list[tuple[str, int]]) -> bytes:
     """HostPriorityList: a bare array; scores are integers (a float would be dropped)."""
     return orjson.dumps([{"Host": host, "Score": int(score)} for host, score in scores])
+
+
+# what follows a host's name up to the next host's name, by score: the final scores are
+# 0..10, so each entry of a priority list is its name between two of these
+_AFTER_HOST: Final = {s: f'","Score":{s}}},{{"Host":"' for s in range(11)}
+_AFTER_LAST: Final = {s: f'","Score":{s}}}]' for s in range(11)}
+
+
+def host_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """`priority_list(list(zip(hosts, scores)))`, byte for byte, without a dict per host: the
+    names joined with a text per score between them. Where a name needs an escape (orjson
+    writes a backslash for every one), or a score is not 0..10, the plain encoding."""
+    if not hosts:
+        return b"[]"
+    try:
+        between = list(map(_AFTER_HOST.__getitem__, scores))
+        last = _AFTER_LAST[scores[-1]]
+    except (KeyError, TypeError):  # a score outside 0..10 (or not a number)
+        return priority_list(list(zip(hosts, scores, strict=True)))
+    if len(between) != len(hosts) or b"\\" in orjson.dumps(hosts):
+        return priority_list(list(zip(hosts, scores, strict=True)))
+    parts: list[str] = ['[{"Host":"'] * (2 * len(hosts) + 1)
+    parts[1::2] = hosts
+    parts[2::2] = between
+    parts[-1] = last
+    return "".join(parts).encode()
 
 
 def binding_result(error: str = "") -> bytes:
