@@ -208,5 +208,14 @@ AUDIT_NODES_LOGGED: Final = 10
 
 def utc_now() -> str:
     """The time as RFC 3339 in UTC, to the millisecond: 2026-12-01T17:05:09.123Z."""
+    global _second  # noqa: PLW0603 - one value, replaced whole (atomic between threads)
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    second, text = _second
+    if int(now) != second:  # the second is formatted once, not on every request
+        second = int(now)
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+        _second = second, text
+    return f"{text}.{int(now % 1 * 1000):03d}Z"
+
+
+_second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text

@@ -23,6 +23,8 @@ from policyext.policy.resources import LiveNodeSource
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
 MAX_REPLIES: Final = 32
+# names hashed in a memo key: enough to tell apart the node lists a scheduler sends
+SAMPLED_NAMES: Final = 64
 
 T = TypeVar("T")
 
@@ -38,7 +40,29 @@ def memo_key(
     signature = prepared.signature(verb == "filter", verb == "prioritize")
     if signature is None:
         return None
-    return (verb, generation, signature, tuple(names))
+    return (verb, generation, signature, NodeNames(names))
+
+
+class NodeNames:
+    """The node names of a request, as part of a memo key: compared whole, but hashed once
+    and by a sample of them. A key is hashed when looked up, when stored and when evicted;
+    hashing 5,000 names each time would cost more than the rest of a remembered reply."""
+
+    __slots__ = ("_hash", "names")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        count = len(names)
+        step = max(1, count // SAMPLED_NAMES)
+        self._hash = hash((count, self.names[::step], self.names[-1:]))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeNames):
+            return NotImplemented
+        return self._hash == other._hash and self.names == other.names
 
 
 class Remembered(Generic[T]):

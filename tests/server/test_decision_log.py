@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
 import pytest
 
 from policyext.policy.compile import load_policy_set
+from policyext.server import hotpath
 from tests.server.conftest import ServerFactory
 from tests.server.harness import FIXTURES, RULES, ExtenderServer
 from tests.server.kube import args_with_names, args_with_nodes, fixture, node, pod
@@ -136,3 +138,25 @@ def test_at_debug_level_every_node_of_a_filter_gets_a_line_of_its_own(
     assert per_node["batch-1"]["rejectedBy"] == ["pools/general-pool-only"]
     assert [r["pod"] for r in new if "node" not in r] == ["default/debug-1"]  # one summary
     assert {r["pod"] for r in new if "node" in r} == {"default/debug-1"}  # and per node
+
+
+@pytest.mark.parametrize(
+    "moments",
+    [
+        [1764608709.123, 1764608709.9994, 1764608710.0, 1764608710.0009],
+        [0.0, 0.5, 0.999, 1.0],
+        [1764608709.5, 1764608709.5, 1764608649.5],  # the clock stepped back a minute
+        [1798761599.999, 1798761600.001],  # across a new year
+    ],
+    ids=["across a second", "the epoch", "a clock stepped back", "a new year"],
+)
+def test_the_decision_time_is_rfc3339_utc_to_the_millisecond_whenever_it_is_asked(
+    moments: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """utc_now formats each second once: every time it gives is still the plain formatting."""
+    for now in moments:
+        monkeypatch.setattr(hotpath.time, "time", lambda now=now: now)
+        plain = (
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+        )
+        assert hotpath.utc_now() == plain

@@ -14,7 +14,7 @@ from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import prepare
-from policyext.server import verbs, wire
+from policyext.server import remembered, verbs, wire
 from tests.policy.helpers import NOW, node, pod, policies, policy
 
 SPOT_AND_CPU = policy(
@@ -147,6 +147,32 @@ def test_other_node_names_are_another_question() -> None:
     _filter(policy_set, source, memo, CRITICAL)
     reply = wire.decode(_filter(policy_set, source, memo, CRITICAL, names=["b"]).body)
     assert (reply["NodeNames"], reply["FailedNodes"]) == (["b"], {})
+
+
+MANY = [f"node-{i}" for i in range(1000)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        (MANY, list(MANY), True),
+        (MANY, [*MANY[:500], "other", *MANY[501:]], False),  # a name the hash may not read
+        (MANY, [*MANY[:500], MANY[501], MANY[500], *MANY[502:]], False),  # two swapped
+        (MANY, MANY[:-1], False),
+        ([], [], True),
+        (["a"], ["b"], False),
+    ],
+    ids=["equal", "one name differs", "two names swapped", "one name fewer", "none", "one"],
+)
+def test_node_names_in_a_memo_key_are_compared_whole(
+    first: list[str], second: list[str], same: bool
+) -> None:
+    a, b = remembered.NodeNames(first), remembered.NodeNames(second)
+    assert (a == b) is same
+    if same:
+        assert hash(a) == hash(b)
+    replies: dict[object, str] = {("filter", 0, a): "first"}
+    assert (replies.get(("filter", 0, b)) == "first") is same
 
 
 PER_NODE_MESSAGE = policy(
