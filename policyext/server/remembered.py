@@ -40,29 +40,31 @@ def memo_key(
     signature = prepared.signature(verb == "filter", verb == "prioritize")
     if signature is None:
         return None
-    return (verb, generation, signature, NodeNames(names))
+    return MemoKey(verb, generation, signature, names)
 
 
-class NodeNames:
-    """The node names of a request, as part of a memo key: compared whole, but hashed once
-    and by a sample of them. A key is hashed when looked up, when stored and when evicted;
-    hashing 5,000 names each time would cost more than the rest of a remembered reply."""
+class MemoKey:
+    """A memo key, hashed once and by a sample of the names, compared whole. A key is
+    hashed when looked up, when stored and when evicted; hashing the pod's signature and
+    5,000 names each time would cost more than the rest of a remembered reply."""
 
-    __slots__ = ("_hash", "names")
+    __slots__ = ("_hash", "names", "parts")
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(
+        self, verb: str, generation: int, signature: Hashable, names: Sequence[str]
+    ) -> None:
+        self.parts = (verb, generation, signature)
         self.names = tuple(names)
-        count = len(names)
-        step = max(1, count // SAMPLED_NAMES)
-        self._hash = hash((count, self.names[::step], self.names[-1:]))
+        step = max(1, len(names) // SAMPLED_NAMES)
+        self._hash = hash((self.parts, len(names), self.names[::step], self.names[-1:]))
 
     def __hash__(self) -> int:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NodeNames):
+        if not isinstance(other, MemoKey):
             return NotImplemented
-        return self._hash == other._hash and self.names == other.names
+        return self._hash == other._hash and self.parts == other.parts and self.names == other.names
 
 
 class Remembered(Generic[T]):

@@ -167,12 +167,23 @@ MANY = [f"node-{i}" for i in range(1000)]
 def test_node_names_in_a_memo_key_are_compared_whole(
     first: list[str], second: list[str], same: bool
 ) -> None:
-    a, b = remembered.NodeNames(first), remembered.NodeNames(second)
+    a, b = remembered.MemoKey("filter", 0, (), first), remembered.MemoKey("filter", 0, (), second)
     assert (a == b) is same
     if same:
         assert hash(a) == hash(b)
-    replies: dict[object, str] = {("filter", 0, a): "first"}
-    assert (replies.get(("filter", 0, b)) == "first") is same
+    assert ({a: "first"}.get(b) == "first") is same
+
+
+@pytest.mark.parametrize(
+    "other",
+    [("prioritize", 0, ()), ("filter", 1, ()), ("filter", 0, ("another pod",))],
+    ids=["another verb", "another generation", "another signature"],
+)
+def test_a_memo_key_tells_verbs_generations_and_signatures_apart(
+    other: tuple[str, int, tuple[str, ...]],
+) -> None:
+    key = remembered.MemoKey("filter", 0, (), MANY)
+    assert key != remembered.MemoKey(*other, list(MANY))
 
 
 PER_NODE_MESSAGE = policy(
