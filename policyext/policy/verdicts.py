@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import compress
 from operator import itemgetter
 from typing import Final, NamedTuple
@@ -307,8 +308,11 @@ class Evaluation:
                 verdicts.append((names[i], verdict))
             return _refusals_of(verdicts)
         # the common case: each distinct combination's message, once
-        combinations, which = np.unique(codes, return_inverse=True)
-        filed = [_message_of(_combined(plain, code)) for code in combinations.tolist()]
+        combinations, which = _distinct(codes, len(plain))
+        filed = [
+            _filed(tuple(r for bit, (r, _) in enumerate(plain) if code >> bit & 1))
+            for code in combinations.tolist()
+        ]
         texts = [text for _, text in filed]
         away = np.array([unresolvable for unresolvable, _ in filed], np.bool_)
         if not away.any():
@@ -361,6 +365,32 @@ def _combined(plain: list[tuple[Rejection, Mask]], code: int) -> NodeVerdict:
         if code >> bit & 1:
             _add_rejection(verdict, rejection)
     return verdict
+
+
+def _distinct(
+    codes: npt.NDArray[np.int64], bits: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """`np.unique(codes, return_inverse=True)`: with a few bits, through a table of every
+    possible code rather than a sort."""
+    if bits > 12:
+        combinations, which = np.unique(codes, return_inverse=True)
+        return combinations, which.reshape(-1)
+    present = np.zeros(1 << bits, np.bool_)
+    present[codes] = True
+    combinations = np.flatnonzero(present)
+    slot = np.zeros(1 << bits, np.intp)
+    slot[combinations] = np.arange(len(combinations))
+    return combinations, slot[codes]
+
+
+@lru_cache(maxsize=4096)
+def _filed(rejections: tuple[Rejection, ...]) -> tuple[bool, str]:
+    """Where a node with just these plain rejections goes, and its message (the same few
+    combinations come back request after request)."""
+    verdict = NodeVerdict("")
+    for rejection in rejections:
+        _add_rejection(verdict, rejection)
+    return _message_of(verdict)
 
 
 def _pick(names: list[str], rows: npt.NDArray[np.intp]) -> list[str]:
