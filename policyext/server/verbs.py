@@ -77,7 +77,7 @@ def _resolve(
     requested = args.node_names or []
     many = getattr(source, "nodes_named", None)  # one C-level map where the source has it
     nodes = many(requested) if callable(many) else list(map(source.get_node, requested))
-    if None not in nodes:
+    if all(nodes) or None not in nodes:  # (all(): no None, in C; a node is never empty)
         return nodes, requested, {}  # type: ignore[return-value]
     unknown = {
         name: UNKNOWN_NODE for name, node in zip(requested, nodes, strict=True) if node is None
