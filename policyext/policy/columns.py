@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
+import weakref
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -48,8 +50,8 @@ QUANTITY_TOLERANCE: Final = 1e-9
 # node values that used more than this share of the cost budget together: their row is
 # left to the exact evaluator (the residual's other operators charge a little more)
 COST_SHARE: Final = 0.5
-# node values kept per subexpression: nodes come and go, each version is a new row
-TABLE_SLACK: Final = 1024
+# a slot whose value is not kept yet (versions are never negative)
+NOT_KEPT: Final = -2
 
 _KINDS: Final = (bool, int, float, str, Quantity, dict, list, Timestamp, Duration)
 _second = operator.itemgetter(1)
@@ -95,65 +97,75 @@ class Column:
 Value = Scalar | Column
 
 
-class Universe:
-    """Every node version the columns have seen (for one policy set), as rows: a request's
-    nodes are positions in it, and each node-only subexpression keeps one array over it.
-    A key identifies a node version (`name@resourceVersion`, with the node information's
-    generation for the columns that read it): a row's values never go stale. A universe
-    that outgrows the nodes starts over (`generation` tells the columns to as well)."""
-
-    RECENT: Final = 4  # key lists remembered: filter's names, and a few prioritize lists
-
-    def __init__(self) -> None:
-        self.rows: dict[Hashable, int] = {}
-        self.generation = 0
-        self.widest = 0  # the most nodes a request has named: about the cluster's size
-        self._recent: list[tuple[list[Hashable], npt.NDArray[np.intp]]] = []
-
-    def index(self, keys: list[Hashable]) -> npt.NDArray[np.intp]:
-        """The rows of these node versions, new ones added."""
-        for known, index in self._recent:
-            if known is keys or (len(known) == len(keys) and known == keys):
-                return index
-        self.widest = max(self.widest, len(keys))
-        if len(self.rows) > 2 * self.widest + TABLE_SLACK:
-            self.rows = {}
-            self.generation += 1
-            self._recent = []
-        rows = self.rows
-        found = list(map(rows.get, keys))
-        if None in found:
-            for i, known_row in enumerate(found):
-                if known_row is None:
-                    row = rows.get(keys[i])  # a node named twice
-                    if row is None:
-                        row = rows[keys[i]] = len(rows)
-                    found[i] = row
-        index = np.array(found, np.intp)
-        self._recent = [(keys, index), *self._recent[: self.RECENT - 1]]
-        return index
-
-
 class Rows(Protocol):
     """The nodes of one request as the columns see them (the engine's run of a request).
 
-    `universe(reads_info)`: the Universe and the rows of the request's nodes in it (keyed
-    with their node information's versions too, when `reads_info`), or None when node
-    values must not be kept (nodes sent in the request); `evaluate_on(i, policy,
-    program)`: the exact evaluator on the request's node i and the cost it charged;
-    `timed_out()`: the request deadline has passed. `cost`: what the node values of the
-    rule being evaluated charged, per row (set here): rows where that nears the budget
-    (or spent it) are left to the exact evaluator, whatever the operators say."""
+    `placement(reads_info)`: where the request's nodes are in their source's table (the
+    table, its size, each node's slot and the version kept values must have: the node's,
+    or with `reads_info` its node information's too), or None when node values must not be
+    kept (nodes sent in the request); `evaluate_on(i, policy, program)`: the exact
+    evaluator on the request's node i and the cost it charged; `versions_of(positions,
+    reads_info)`: the versions of the nodes the exact evaluator read at those positions
+    (the placement's, or later ones when a node changed meanwhile); `timed_out()`: the
+    request deadline has passed. `cost`: what the node values of the rule being evaluated
+    charged, per row (set here): rows where that nears the budget (or spent it) are left to
+    the exact evaluator, whatever the operators say."""
 
     count: int
     budget: int
     cost: npt.NDArray[np.float64] | None
 
-    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None: ...
+    def placement(self, reads_info: bool) -> Placement | None: ...
 
     def evaluate_on(self, i: int, policy: str, program: cel.Program) -> tuple[object, int]: ...
 
+    def versions_of(self, positions: list[int], reads_info: bool) -> npt.NDArray[np.int64]: ...
+
     def timed_out(self) -> bool: ...
+
+
+class Placement:
+    """Where a request's nodes are in their source's table (see Rows.placement)."""
+
+    __slots__ = ("size", "slots", "table", "versions")
+
+    def __init__(
+        self,
+        table: object,
+        size: int,
+        slots: npt.NDArray[np.intp],
+        versions: npt.NDArray[np.int64],
+    ) -> None:
+        self.table = table
+        self.size = size
+        self.slots = slots
+        self.versions = versions
+
+
+class _Kept:
+    """A node value over the slots of one table: each slot's value (a Column) and the
+    version it is the value of (NOT_KEPT: none yet). The table is held weakly: the values
+    kept must not keep a node source, and its nodes, alive."""
+
+    __slots__ = ("stamps", "table", "whole")
+
+    def __init__(
+        self,
+        table: weakref.ref[object],
+        whole: Column | None,
+        stamps: npt.NDArray[np.int64],
+    ) -> None:
+        self.table = table
+        self.whole = whole
+        self.stamps = stamps
+
+    def grown(self, size: int) -> _Kept:
+        more = size - len(self.stamps)
+        if more <= 0:
+            return self
+        stamps = np.concatenate([self.stamps, np.full(more, NOT_KEPT, np.int64)])
+        whole = _extend(self.whole, size) if self.whole is not None else None
+        return _Kept(self.table, whole, stamps)
 
 
 class _Node:
@@ -179,14 +191,15 @@ class _Literal(_Node):
 
 class _NodeValue(_Node):
     """A subexpression that reads only the node (its information, its variables): its
-    value per node version, one array over the Universe, extended with new versions."""
+    value per node version, kept over the slots of the node source's table."""
 
     def __init__(self, program: cel.Program, reads_info: bool) -> None:
         self.program = program
         self.reads_info = reads_info
-        self.whole: Column | None = None  # over the universe's rows
-        self.computed: Mask | None = None  # the rows of `whole` that hold their value
-        self.generation = -1
+        self.kept: _Kept | None = None
+        # requests of several threads keep values in the same arrays: each reads and
+        # writes them whole under the lock (evaluating happens outside it)
+        self.lock = threading.Lock()
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         column = self._run(rows, policy)
@@ -195,35 +208,35 @@ class _NodeValue(_Node):
         return column
 
     def _run(self, rows: Rows, policy: str) -> Column:
-        found = rows.universe(self.reads_info)
-        if found is None:
+        placed = rows.placement(self.reads_info)
+        if placed is None:
             return self._request_column(rows, policy)
-        universe, index = found
-        if self.generation != universe.generation:  # the universe started over
-            self.whole = self.computed = None
-            self.generation = universe.generation
-        whole, computed = self.whole, self.computed
-        size = len(universe.rows)
-        if whole is not None and computed is not None and len(computed) < size:
-            whole, computed = (
-                _extend(whole, size),
-                np.concatenate([computed, np.zeros(size - len(computed), np.bool_)]),
-            )
-        need = np.flatnonzero(~computed[index]) if computed is not None else None
-        if need is None or need.size:
-            positions = need.tolist() if need is not None else range(rows.count)
-            entries = [self._entry(rows, policy, i) for i in positions]
-            if rows.timed_out():  # a deadline's errors are not the nodes': not kept
+        slots = placed.slots
+        with self.lock:
+            kept = self.kept
+            if kept is None or kept.table() is not placed.table:
+                table = weakref.ref(placed.table)
+                kept = _Kept(table, None, np.full(placed.size, NOT_KEPT, np.int64))
+            self.kept = kept = kept.grown(placed.size)
+            need = np.flatnonzero(kept.stamps[slots] != placed.versions)
+            if not need.size and kept.whole is not None:
+                return _gather(kept.whole, slots)
+        positions = need.tolist()
+        entries = [self._entry(rows, policy, i) for i in positions]
+        if rows.timed_out():  # a deadline's errors are not the nodes': not kept
+            return self._request_column(rows, policy)
+        versions = rows.versions_of(positions, self.reads_info)
+        with self.lock:
+            if self.kept is not kept:  # the table started over meanwhile: nothing kept
                 return self._request_column(rows, policy)
+            whole = kept.whole
             fresh = _column(entries, whole.kind if whole is not None else None)
-            if whole is None or computed is None:
-                whole, computed = _extend(_empty(fresh.kind, fresh), size), np.zeros(size, np.bool_)
-            at = index[np.asarray(list(positions), np.intp)]
+            if whole is None:
+                whole = kept.whole = _extend(_empty(fresh.kind, fresh), len(kept.stamps))
+            at = slots[need]
             _scatter(whole, at, fresh)
-            computed[at] = True
-            self.whole, self.computed = whole, computed
-        assert whole is not None
-        return _gather(whole, index)
+            kept.stamps[at] = versions
+            return _gather(whole, slots)
 
     def _request_column(self, rows: Rows, policy: str) -> Column:
         return _column([self._entry(rows, policy, i) for i in range(rows.count)])
@@ -678,15 +691,3 @@ def _flatten(node: cel.ast.Node, function: str, out: list[cel.ast.Node]) -> None
             _flatten(arg, function, out)
     else:
         out.append(node)
-
-
-class Universes:
-    """A policy set's universes: one of node versions, one of node versions with their
-    node information's (for the columns that read it)."""
-
-    def __init__(self) -> None:
-        self.nodes = Universe()
-        self.with_info = Universe()
-
-    def of(self, reads_info: bool) -> Universe:
-        return self.with_info if reads_info else self.nodes
