@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyext.cel import COST, DEFAULT_LIMITS, CELEvalError, Program, Timestamp, UInt, type_name
-from policyext.policy.columns import ColumnPlan, Placement, Scalar
+from policyext.policy.columns import ColumnPlan, Costs, Placement, Scalar
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -298,7 +298,7 @@ class _Run:
         self.columns = columns
         self.count = len(nodes)
         self.budget = request.counters.budget
-        self.cost: npt.NDArray[np.float64] | None = None
+        self.cost: Costs | None = None
 
     def placement(self, reads_info: bool) -> Placement | None:
         """Where the nodes' values are kept: their slots in the source's table and the
@@ -512,8 +512,11 @@ def _not_true_by_columns(
             return np.ones(count, np.bool_), {}
         unknown: Sequence[int] = range(count)
     elif result.kind is bool:
-        false = ~result.values & ~result.unknown
-        unknown = np.flatnonzero(result.unknown).tolist()
+        if result.unknown.any():
+            false = ~(result.values | result.unknown)
+            unknown = result.unknown.nonzero()[0].tolist()
+        else:  # the common case: every row decided
+            false, unknown = ~result.values, ()
     else:
         unknown = range(count)
     others: dict[int, object] = {}

@@ -216,7 +216,7 @@ class NodeTable:
         epoch = self._epoch
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
         get = epoch.slot_of.get
-        slots = np.fromiter(map(get, names, repeat(NOWHERE)), np.intp, len(names))
+        slots = np.array(list(map(get, names, repeat(NOWHERE))), np.intp)
         size = len(versions)
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
