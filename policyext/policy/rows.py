@@ -22,6 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -216,7 +217,13 @@ class NodeTable:
         epoch = self._epoch
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
         get = epoch.slot_of.get
-        slots = np.array(list(map(get, names, repeat(NOWHERE))), np.intp)
+        try:  # every name known (the usual case): one C call looks them all up
+            found = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
+        except KeyError:
+            found = None
+        if found is None:
+            found = list(map(get, names, repeat(NOWHERE)))
+        slots = np.fromiter(found, np.intp, len(names))
         size = len(versions)
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
