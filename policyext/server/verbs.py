@@ -22,6 +22,7 @@ from policyext.policy.resources import (
     node_info_of,
     without_pods,
 )
+from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import Refused
 from policyext.server import wire
 from policyext.server.remembered import Remembered, memo_key
@@ -68,22 +69,26 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 
 def _resolve(
     args: wire.ExtenderArgs, source: LiveNodeSource | None
-) -> tuple[list[Mapping[str, Any]], list[str] | None, dict[str, str]]:
-    """The node objects of the request, their names when known without reading the nodes,
+) -> tuple[Sequence[Mapping[str, Any]] | NodeRows, list[str] | None, dict[str, str]]:
+    """The nodes of the request (Node objects, or the rows of the node source's table for
+    the names of a NodeNames request), their names when known without reading the nodes,
     and the names that could not be resolved."""
     if args.nodes is not None:
         return list(args.nodes), None, {}
     assert source is not None
     requested = args.node_names or []
-    many = getattr(source, "nodes_named", None)  # one C-level map where the source has it
-    nodes = many(requested) if callable(many) else list(map(source.get_node, requested))
-    if all(nodes) or None not in nodes:  # (all(): no None, in C; a node is never empty)
-        return nodes, requested, {}  # type: ignore[return-value]
-    unknown = {
-        name: UNKNOWN_NODE for name, node in zip(requested, nodes, strict=True) if node is None
-    }
-    known = [(name, node) for name, node in zip(requested, nodes, strict=True) if node is not None]
-    return [node for _, node in known], [name for name, _ in known], unknown
+    rows = source.node_rows(requested)
+    if rows is None:  # a source that keeps nothing: its nodes one by one
+        found = [(name, source.get_node(name)) for name in requested]
+        unknown = {name: UNKNOWN_NODE for name, node in found if node is None}
+        known = [(name, node) for name, node in found if node is not None]
+        return [node for _, node in known], [name for name, _ in known], unknown
+    held = rows.known()
+    if held.all():
+        return rows, rows.names, {}
+    unknown = dict.fromkeys((requested[i] for i in np.flatnonzero(~held).tolist()), UNKNOWN_NODE)
+    rows = rows.only(held)
+    return rows, rows.names, unknown
 
 
 def source_problem(
@@ -152,7 +157,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, nodes, unknown
+    return None, key, ev, nodes if isinstance(nodes, list) else [], unknown
 
 
 def run_filter(
@@ -274,17 +279,8 @@ class _VictimFreeSource:
     def has_pods(self) -> bool:
         return self.base is not None and self.base.has_pods
 
-    @property
-    def static_node_info(self) -> bool:
-        return False  # the victims change it
-
-    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
-        return [None] * len(nodes)  # never cached: the victims change the node information
-
-    def node_stamps(self, names: Sequence[str]) -> list[object]:
-        """A new stamp per node and call: no part of an answer is reused."""
-        known = self.base.node_stamps(names) if self.base is not None else [None] * len(names)
-        return [None if stamp is None else object() for stamp in known]
+    def node_rows(self, names: Sequence[str]) -> None:
+        return None  # what the rules read here is not the nodes' alone: never kept
 
     def node_count(self) -> int:
         return self.base.node_count() if self.base is not None else 0
