@@ -87,14 +87,17 @@ def _to_dict(struct: msgspec.Struct) -> dict[str, Any]:
     return out
 
 
-def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderArgs | None:
-    """The request, or None when it needs the general decoder."""
+def decode_fast(
+    body: bytes, fields: frozenset[tuple[str, ...]] | None, *, check_repeats: bool = True
+) -> ExtenderArgs | None:
+    """The request, or None when it needs the general decoder. `check_repeats`: as for
+    wire.parse_extender_args."""
     if len(body) < LARGE_BODY:
         return None
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects: collecting during the decode is waste
     try:
-        return _decode(body, fields)
+        return _decode(body, fields, check_repeats)
     # RecursionError: JSON nested deeper than msgspec recurses; orjson's depth limit then
     # turns it into a 400
     except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, RecursionError):
@@ -104,10 +107,12 @@ def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> Exten
             gc.enable()
 
 
-def _decode(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderArgs | None:
+def _decode(
+    body: bytes, fields: frozenset[tuple[str, ...]] | None, check_repeats: bool
+) -> ExtenderArgs | None:
     args = _ARGS.decode(body)
     if args.Nodes is None:
-        if args.NodeNames is not None and not unique(args.NodeNames):
+        if check_repeats and args.NodeNames is not None and not unique(args.NodeNames):
             return None  # the general decoder says which name
         return ExtenderArgs(args.Pod, None, args.NodeNames)
     decoder = _node_decoder(fields)

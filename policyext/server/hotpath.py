@@ -47,8 +47,11 @@ RUNNERS: Final[dict[str, Runner]] = {
 
 
 def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
-    fast = decode_fast(data, policies.node_fields)
-    return fast if fast is not None else wire.parse_extender_args(wire.decode(data))
+    """filter's and prioritize's arguments; a node named twice is found by the verbs."""
+    fast = decode_fast(data, policies.node_fields, check_repeats=False)
+    if fast is not None:
+        return fast
+    return wire.parse_extender_args(wire.decode(data), check_repeats=False)
 
 
 class AuditSink(Protocol):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
@@ -79,16 +80,36 @@ def _resolve(
     requested = args.node_names or []
     rows = source.node_rows(requested)
     if rows is None:  # a source that keeps nothing: its nodes one by one
+        check_repeats(requested)
         found = [(name, source.get_node(name)) for name in requested]
         unknown = {name: UNKNOWN_NODE for name, node in found if node is None}
         known = [(name, node) for name, node in found if node is not None]
         return [node for _, node in known], [name for name, _ in known], unknown
     held = rows.known()
     if held.all():
+        _check_slots(requested, rows.slots)
         return rows, rows.names, {}
-    unknown = dict.fromkeys((requested[i] for i in np.flatnonzero(~held).tolist()), UNKNOWN_NODE)
+    missing = np.flatnonzero(~held).tolist()
+    unknown = dict.fromkeys((requested[i] for i in missing), UNKNOWN_NODE)
+    if len(unknown) < len(missing):
+        check_repeats(requested)
     rows = rows.only(held)
+    _check_slots(requested, rows.slots)
     return rows, rows.names, unknown
+
+
+def check_repeats(names: list[str] | None) -> None:
+    """WireError for NodeNames that name a node twice (the parser leaves it to the verbs)."""
+    if names is not None and not wire.unique(names):
+        raise wire.repeated(names)
+
+
+def _check_slots(names: list[str], slots: npt.NDArray[np.intp]) -> None:
+    """check_repeats, from the slots of the names the node source holds (one each): a
+    count per slot instead of a set of names. Two names in one slot are confirmed by the
+    names themselves (a node replaced meanwhile may have left its slot to another)."""
+    if len(slots) > 1 and np.bincount(slots).max() > 1:
+        check_repeats(names)
 
 
 def source_problem(
@@ -171,6 +192,7 @@ def run_filter(
     names_mode = args.nodes is None
     problem = source_problem(args, source, policies)
     if problem:
+        check_repeats(args.node_names)
         body = wire.filter_result(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
@@ -195,6 +217,7 @@ def run_prioritize(
 ) -> VerbResult:
     """A score 0..10 for every node of the request (0 for a node that cannot be resolved)."""
     if source_problem(args, source, policies):
+        check_repeats(args.node_names)
         zeros = wire.host_priorities(args.names, [0] * len(args.names))
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
     known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)

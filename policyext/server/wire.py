@@ -83,9 +83,13 @@ class ExtenderArgs:
         return [_name(n, "Nodes.items[]") for n in self.nodes or ()]
 
 
-def parse_extender_args(body: Json, *, nodes_required: bool = True) -> ExtenderArgs:
+def parse_extender_args(
+    body: Json, *, nodes_required: bool = True, check_repeats: bool = True
+) -> ExtenderArgs:
     """The arguments of filter, prioritize and /explain. Without `nodes_required` (/explain)
-    a request may name no nodes at all: `nodes` and `node_names` are then both None."""
+    a request may name no nodes at all: `nodes` and `node_names` are then both None.
+    Without `check_repeats` the caller finds a name given twice itself (`repeated`): the
+    verbs do, from where the node source keeps each name, without a set of 5,000 names."""
     fields = _fields(body)
     pod = _object(fields.get("pod"), "Pod")
     assert pod is not None
@@ -112,8 +116,8 @@ def parse_extender_args(body: Json, *, nodes_required: bool = True) -> ExtenderA
             names = raw_names
         else:
             names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
-        if not unique(names):
-            raise WireError(f"NodeNames: {_first_repeated(names)!r} appears more than once")
+        if check_repeats and not unique(names):
+            raise repeated(names)
     if nodes is None and names is None and nodes_required:
         raise WireError("one of Nodes or NodeNames is required")
     return ExtenderArgs(pod, nodes, names)
@@ -132,6 +136,11 @@ def unique(names: list[str]) -> bool:
     """No name twice. kube-scheduler never repeats a node; a request that does would
     evaluate every copy with the node cache off (100,000 copies of one name take seconds)."""
     return len(set(names)) == len(names)
+
+
+def repeated(names: list[str]) -> WireError:
+    """The error of NodeNames that name a node more than once."""
+    return WireError(f"NodeNames: {_first_repeated(names)!r} appears more than once")
 
 
 def _first_repeated(names: list[str]) -> str:
