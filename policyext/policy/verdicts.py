@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import compress
 from operator import itemgetter
 from typing import Final, NamedTuple
@@ -289,7 +289,7 @@ class Evaluation:
             return Refused.none(), Refused.none()
         plain = self.plain
         if len(plain) > 60:  # more rules than bits: one verdict per node
-            return _refusals_of((names[i], self.verdict(i)) for i in rows.tolist())
+            return _refusals_of((names[i], _message_of(self.verdict(i))) for i in rows.tolist())
         # the plain rejections of a node as the bits of one number: a few distinct
         # combinations, each turned into its messages once
         codes = np.zeros(len(rows), np.int64)
@@ -297,22 +297,14 @@ class Evaluation:
             codes |= mask[rows].astype(np.int64) << bit
         own = self.own
         if own:  # nodes with verdicts of their own among them: node by node
-            combined: dict[int, NodeVerdict] = {}
-            verdicts: list[tuple[str, NodeVerdict]] = []
-            for i, code in zip(rows.tolist(), codes.tolist(), strict=True):
-                verdict = own.get(i)
-                if verdict is None:
-                    verdict = combined.get(code)
-                    if verdict is None:
-                        verdict = combined[code] = _combined(plain, code)
-                verdicts.append((names[i], verdict))
-            return _refusals_of(verdicts)
+            filed_for = _filed_for(plain)
+            return _refusals_of(
+                (names[i], _message_of(own[i]) if i in own else filed_for(code))
+                for i, code in zip(rows.tolist(), codes.tolist(), strict=True)
+            )
         # the common case: each distinct combination's message, once
         combinations, which = _distinct(codes, len(plain))
-        filed = [
-            _filed(tuple(r for bit, (r, _) in enumerate(plain) if code >> bit & 1))
-            for code in combinations.tolist()
-        ]
+        filed = list(map(_filed_for(plain), combinations.tolist()))
         texts = [text for _, text in filed]
         away = np.array([unresolvable for unresolvable, _ in filed], np.bool_)
         if not away.any():
@@ -358,15 +350,6 @@ def _add_rejection(verdict: NodeVerdict, rejection: Rejection) -> None:
     verdict.unresolvable = verdict.unresolvable or rejection.unresolvable
 
 
-def _combined(plain: list[tuple[Rejection, Mask]], code: int) -> NodeVerdict:
-    """The verdict of a node with only the plain rejections whose bits are set in `code`."""
-    verdict = NodeVerdict("")
-    for bit, (rejection, _) in enumerate(plain):
-        if code >> bit & 1:
-            _add_rejection(verdict, rejection)
-    return verdict
-
-
 def _distinct(
     codes: npt.NDArray[np.int64], bits: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
@@ -381,6 +364,17 @@ def _distinct(
     slot = np.zeros(1 << bits, np.intp)
     slot[combinations] = np.arange(len(combinations))
     return combinations, slot[codes]
+
+
+def _filed_for(plain: list[tuple[Rejection, Mask]]) -> Callable[[int], tuple[bool, str]]:
+    """Where a node with just the plain rejections whose bits are set in a code goes,
+    and its message (each code worked out once)."""
+
+    @cache
+    def filed(code: int) -> tuple[bool, str]:
+        return _filed(tuple(r for bit, (r, _) in enumerate(plain) if code >> bit & 1))
+
+    return filed
 
 
 @lru_cache(maxsize=4096)
@@ -400,12 +394,11 @@ def _pick(names: list[str], rows: npt.NDArray[np.intp]) -> list[str]:
     return [names[i] for i in rows.tolist()]
 
 
-def _refusals_of(verdicts: Iterable[tuple[str, NodeVerdict]]) -> tuple[Refused, Refused]:
-    """The refusals of nodes given with their verdicts, in order."""
+def _refusals_of(filed: Iterable[tuple[str, tuple[bool, str]]]) -> tuple[Refused, Refused]:
+    """The refusals of nodes given in order with where each goes and its message."""
     found: tuple[tuple[list[str], list[int]], tuple[list[str], list[int]]] = (([], []), ([], []))
     messages: dict[str, int] = {}
-    for name, verdict in verdicts:
-        unresolvable, text = _message_of(verdict)
+    for name, (unresolvable, text) in filed:
         names, indexes = found[1 if unresolvable else 0]
         names.append(name)
         indexes.append(messages.setdefault(text, len(messages)))
