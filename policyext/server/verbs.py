@@ -69,11 +69,13 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 def _resolve(
     args: wire.ExtenderArgs, source: LiveNodeSource | None
 ) -> tuple[Sequence[Mapping[str, Any]] | NodeRows, list[str] | None, dict[str, str]]:
-    """The nodes of the request (Node objects, or the rows of the node source's table for
-    the names of a NodeNames request), their names when known without reading the nodes,
-    and the names that could not be resolved."""
+    """The nodes of the request (the rows of the node source's table for the names of a
+    NodeNames request, or for Nodes the source holds in the versions sent; else the Node
+    objects), their names when known without reading the nodes, and the names that could
+    not be resolved."""
     if args.nodes is not None:
-        return list(args.nodes), None, {}
+        same = _held_versions(source, args.nodes)
+        return (same if same is not None else list(args.nodes)), None, {}
     assert source is not None
     requested = args.node_names or []
     rows = source.node_rows(requested)
@@ -88,6 +90,30 @@ def _resolve(
     unknown = dict.fromkeys((requested[i] for i in np.flatnonzero(~held).tolist()), UNKNOWN_NODE)
     rows = rows.only(held)
     return rows, rows.names, unknown
+
+
+def _held_versions(
+    source: LiveNodeSource | None, nodes: Sequence[Mapping[str, Any]]
+) -> NodeRows | None:
+    """The rows of the node source for the Nodes of a NodeList request when the source
+    holds every one of them in the very version sent (same name and resourceVersion, which
+    the API server gives each content of an object once): the values kept for those
+    versions then answer, as for NodeNames. None when any node is another version."""
+    if source is None or not nodes:
+        return None
+    try:
+        names = [node["metadata"]["name"] for node in nodes]
+        versions = [node["metadata"]["resourceVersion"] for node in nodes]
+    except (KeyError, TypeError):
+        return None
+    rows = source.node_rows(names)
+    if rows is None or not rows.known().all() or len(set(names)) != len(names):
+        return None
+    for i, version in enumerate(versions):
+        held = rows.record(i).node.get("metadata")
+        if not version or not isinstance(held, Mapping) or held.get("resourceVersion") != version:
+            return None
+    return rows
 
 
 def source_problem(
@@ -156,7 +182,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, nodes if isinstance(nodes, list) else [], unknown
+    return None, key, ev, list(args.nodes) if args.nodes is not None else [], unknown
 
 
 def run_filter(
