@@ -71,11 +71,13 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 def _resolve(
     args: wire.ExtenderArgs, source: LiveNodeSource | None
 ) -> tuple[Sequence[Mapping[str, Any]] | NodeRows, list[str] | None, dict[str, str]]:
-    """The nodes of the request (Node objects, or the rows of the node source's table for
-    the names of a NodeNames request), their names when known without reading the nodes,
-    and the names that could not be resolved."""
+    """The nodes of the request (the rows of the node source's table for the names of a
+    NodeNames request, or for Nodes the source holds in the versions sent; else the Node
+    objects), their names when known without reading the nodes, and the names that could
+    not be resolved."""
     if args.nodes is not None:
-        return list(args.nodes), None, {}
+        same = _held_versions(source, args)
+        return (same if same is not None else list(args.nodes)), None, {}
     assert source is not None
     requested = args.node_names or []
     rows = source.node_rows(requested)
@@ -110,6 +112,32 @@ def _check_slots(names: list[str], slots: npt.NDArray[np.intp]) -> None:
     names themselves (a node replaced meanwhile may have left its slot to another)."""
     if len(slots) > 1 and np.bincount(slots).max() > 1:
         check_repeats(names)
+
+
+def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> NodeRows | None:
+    """The rows of the node source for the Nodes of a NodeList request when the source
+    holds every one of them in the very version sent (same name and resourceVersion, which
+    the API server gives each content of an object once): the values kept for those
+    versions then answer, as for NodeNames. None when any node is another version."""
+    nodes = args.nodes
+    if source is None or not nodes:
+        return None
+    if args.item_names is not None and args.item_versions is not None:
+        names, versions = args.item_names, args.item_versions  # read without the Nodes
+    else:
+        try:
+            names = [node["metadata"]["name"] for node in nodes]
+            versions = [node["metadata"].get("resourceVersion", "") for node in nodes]
+        except (KeyError, TypeError, AttributeError):
+            return None
+    rows = source.node_rows(names)
+    if rows is None or not rows.known().all() or len(set(names)) != len(names):
+        return None
+    for i, version in enumerate(versions):
+        held = rows.record(i).node.get("metadata")
+        if not version or not isinstance(held, Mapping) or held.get("resourceVersion") != version:
+            return None
+    return rows
 
 
 def source_problem(
@@ -160,7 +188,9 @@ def _answer(
     now: Timestamp,
     memo: Memo | None,
     deadline: float | None,
-) -> tuple[VerbResult | None, Hashable | None, Evaluation, list[Mapping[str, Any]], dict[str, str]]:
+) -> tuple[
+    VerbResult | None, Hashable | None, Evaluation, Sequence[Mapping[str, Any]], dict[str, str]
+]:
     """A filter or prioritize call up to the engine's answer: the remembered reply (and
     nothing else), or the memo key, the evaluation, the node objects and the names that
     could not be resolved."""
@@ -178,7 +208,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, nodes if isinstance(nodes, list) else [], unknown
+    return None, key, ev, args.nodes if args.nodes is not None else [], unknown
 
 
 def run_filter(
