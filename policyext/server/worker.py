@@ -19,6 +19,18 @@ waits a moment for the next one on the same connection and answers it directly w
 arrives complete (kube-scheduler sends filter, prioritize and the next pod back to back),
 as long as no other connection waits for a thread; and a request that arrives in one
 piece is handed on from the read that completed it.
+
+The direct lane: since the thread gets the request's bytes whole, a plain filter or
+prioritize call (`server/direct.py` says which) is answered without gunicorn's parser,
+WSGI environ and Response: its body goes to the application's lane entry
+(`app.extensions["policyext.direct"]`, `HotVerbs.direct`) and the response, written as
+gunicorn writes that reply, goes out with one send; what was read after it stays for the
+next request. The lane is taken only where gunicorn would keep the connection alive and
+call nothing but the application: not when the worker is stopping or at its last request
+before a restart (max_requests, counted in `self.nr` either way), nor with an access log,
+request hooks, the PROXY protocol or HTTP/2 configured. Everything else goes gunicorn's
+way unchanged. The lane runs in the threads like gunicorn's handling: the event loop
+keeps notifying the arbiter each turn (at least every second, whatever the threads do).
 """
 
 from __future__ import annotations
