@@ -385,7 +385,11 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         call = plain_post(data, self._limits)
         if call is None:
             return None
-        answer = self._lane(call.path, data[call.body_start : call.end])
+        try:
+            answer = self._lane(call.path, data[call.body_start : call.end])
+        except Exception:  # the application answers its own errors: this is a bug here
+            log.exception("unexpected error answering POST %s in the direct lane", call.path)
+            return False
         if answer is None:
             return None  # for the application to answer (a 400, another path)
         self.nr += 1
