@@ -140,10 +140,10 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         cfg = self.cfg
         if (
             not callable(lane)
-            or self.log.access_log_enabled
+            or _access_log_enabled(self.log, cfg)
             or cfg.settings["pre_request"].value is not cfg.settings["pre_request"].default
             or cfg.settings["post_request"].value is not cfg.settings["post_request"].default
-            or cfg.proxy_protocol != "off"
+            or cfg.proxy_protocol not in ("off", False, None)
             or "h2" in cfg.http_protocols
             or not cfg.keepalive
             or os.environ.get("SCRIPT_NAME")
@@ -446,6 +446,16 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         conn.request = data
         conn.malformed = False
         return True
+
+
+def _access_log_enabled(logger: Any, cfg: Any) -> bool:
+    """Whether gunicorn writes an access log line per request (asked of its logger where
+    it can say, else judged from the settings as it does)."""
+    enabled = getattr(logger, "access_log_enabled", None)
+    if enabled is not None:
+        return bool(enabled)
+    settings = ("accesslog", "logconfig", "logconfig_dict", "logconfig_json", "syslog")
+    return any(getattr(cfg, name, None) for name in settings)
 
 
 def _read_ahead(conn: Any) -> bytes:

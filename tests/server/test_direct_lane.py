@@ -389,3 +389,53 @@ def test_only_a_plain_post_of_json_is_taken_for_the_direct_lane(
     assert found.path == path
     assert data[found.body_start : found.end] == b"{}"
     assert data[found.end :] in (b"", PLAIN), "what follows is the next request"
+
+
+class _App:
+    """An application offering the lane, as create_app's does."""
+
+    def __init__(self, offered: bool = True) -> None:
+        self.extensions = {"policyext.direct": lambda path, body: None} if offered else {}
+
+
+def _before(worker: object, req: object) -> None:
+    pass
+
+
+def _after(worker: object, req: object, environ: object, resp: object) -> None:
+    pass
+
+
+LANE_CONFIGURATIONS: dict[str, tuple[dict[str, Any], bool, bool]] = {
+    # settings, the app offers the lane, the lane is taken
+    "serve's configuration": ({}, True, True),
+    "an application without a lane": ({}, False, False),
+    "an access log": ({"accesslog": "-"}, True, False),
+    "a pre_request hook": ({"pre_request": _before}, True, False),
+    "a post_request hook": ({"post_request": _after}, True, False),
+    "the PROXY protocol": ({"proxy_protocol": "v1"}, True, False),
+    "HTTP/2": ({"http_protocols": "h2,h1"}, True, False),
+    "no keep-alive": ({"keepalive": 0}, True, False),
+}
+
+
+@pytest.mark.parametrize(
+    "settings, offered, taken", LANE_CONFIGURATIONS.values(), ids=list(LANE_CONFIGURATIONS)
+)
+def test_the_lane_is_taken_only_where_gunicorn_would_call_nothing_but_the_application(
+    settings: dict[str, Any], offered: bool, taken: bool
+) -> None:
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    from policyext.server.worker import FramingThreadWorker
+
+    cfg = Config()
+    for key, value in {"keepalive": 75, **settings}.items():
+        cfg.set(key, value)
+    worker = FramingThreadWorker(0, 0, [], None, 30, cfg, Logger(cfg))
+    try:
+        worker.wsgi = _App(offered)
+        assert (worker._direct_lane() is not None) is taken
+    finally:
+        worker.tmp.close()
