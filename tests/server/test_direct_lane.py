@@ -439,3 +439,56 @@ def test_the_lane_is_taken_only_where_gunicorn_would_call_nothing_but_the_applic
         assert (worker._direct_lane() is not None) is taken
     finally:
         worker.tmp.close()
+
+
+@dataclass
+class _Conn:
+    sock: socket.socket
+    carry: bytes = b""
+
+
+WORKER_STATES: dict[str, tuple[dict[str, Any], bool]] = {
+    # the worker's state, the lane answers
+    "serving": ({}, True),
+    "stopping": ({"alive": False}, False),
+    "at its last request before a restart (max_requests)": ({"nr": 9}, False),
+    "one request before its last": ({"nr": 8}, True),
+}
+
+
+@pytest.mark.parametrize("state, answers", WORKER_STATES.values(), ids=list(WORKER_STATES))
+def test_the_lane_leaves_to_gunicorn_a_call_after_which_it_would_close_the_connection(
+    state: dict[str, Any], answers: bool
+) -> None:
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    from policyext.server.worker import FramingThreadWorker
+
+    cfg = Config()
+    cfg.set("max_requests", 10)
+    worker = FramingThreadWorker(0, 0, [], None, 30, cfg, Logger(cfg))
+    ours, theirs = socket.socketpair()
+    try:
+        worker.wsgi = _App()
+        worker._lane = lambda path, body: ("200 OK", b'{"path": "%s"}' % path.encode())
+        for key, value in state.items():
+            setattr(worker, key, value)
+        nr = worker.nr
+        pipelined = b"GET /healthz HTTP/1.1\r\n\r\n"
+        conn = _Conn(ours)
+        answered = worker._answer_directly(conn, PLAIN + pipelined)
+        if not answers:
+            assert answered is None
+            assert worker.nr == nr
+            return
+        assert answered is True
+        assert worker.nr == nr + 1, "counted towards max_requests"
+        reply = theirs.recv(65536)
+        assert reply.startswith(b"HTTP/1.1 200 OK\r\nServer: gunicorn\r\nDate: ")
+        assert reply.endswith(b'Content-Length: 19\r\n\r\n{"path": "/filter"}')
+        assert conn.carry == pipelined, "the next request stays for the next turn"
+    finally:
+        ours.close()
+        theirs.close()
+        worker.tmp.close()
