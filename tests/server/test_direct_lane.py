@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from gunicorn.config import Config
+from gunicorn.glogging import Logger
 
 from policyext.server.direct import HeadLimits, plain_post
+from policyext.server.worker import FramingThreadWorker
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
@@ -425,11 +428,6 @@ LANE_CONFIGURATIONS: dict[str, tuple[dict[str, Any], bool, bool]] = {
 def test_the_lane_is_taken_only_where_gunicorn_would_call_nothing_but_the_application(
     settings: dict[str, Any], offered: bool, taken: bool
 ) -> None:
-    from gunicorn.config import Config
-    from gunicorn.glogging import Logger
-
-    from policyext.server.worker import FramingThreadWorker
-
     cfg = Config()
     for key, value in {"keepalive": 75, **settings}.items():
         cfg.set(key, value)
@@ -460,11 +458,6 @@ WORKER_STATES: dict[str, tuple[dict[str, Any], bool]] = {
 def test_the_lane_leaves_to_gunicorn_a_call_after_which_it_would_close_the_connection(
     state: dict[str, Any], answers: bool
 ) -> None:
-    from gunicorn.config import Config
-    from gunicorn.glogging import Logger
-
-    from policyext.server.worker import FramingThreadWorker
-
     cfg = Config()
     cfg.set("max_requests", 10)
     worker = FramingThreadWorker(0, 0, [], None, 30, cfg, Logger(cfg))
