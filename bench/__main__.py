@@ -8,6 +8,7 @@ page left as it was) unless every server decided alike on every node for every p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -155,80 +156,102 @@ class Step:
     repeated: tuple[Mode, ...]  # modes of the repeated-request series
 
 
-def measure_target(
-    target: CommandTarget,
+def measure_targets(
+    targets: Sequence[CommandTarget],
     plan: Sequence[Step],
     settings: Settings,
     policy_file: Path,
     pending: Sequence[Json],
-) -> TargetResult:
-    result = TargetResult(target.name)
-    reason = target.unavailable()
-    if reason:
-        result.note = reason
-        log(f"{target.name}: skipped ({reason})")
-        return result
-    try:
-        if target.build:
-            log(f"{target.name}: building")
-            target.build()
-        for step in plan:
-            _measure_step(target, step, settings, policy_file, pending, result)
-    except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
-        # one target that cannot start must not cost the figures of the others
-        result.note = f"failed: {e}".splitlines()[0]
-        log(f"{target.name}: {e}")
-    return result
+) -> list[TargetResult]:
+    """Every target on every cluster of the plan. The servers of one cluster run side by
+    side: the pods never seen before go to each in turn (`measure_distinct`), then each
+    answers its repeated requests alone."""
+    results = [TargetResult(t.name) for t in targets]
+    ready: list[tuple[CommandTarget, TargetResult]] = []
+    for target, result in zip(targets, results, strict=True):
+        reason = target.unavailable()
+        if reason:
+            result.note = reason
+            log(f"{target.name}: skipped ({reason})")
+            continue
+        try:
+            if target.build:
+                log(f"{target.name}: building")
+                target.build()
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+            result.note = f"failed: {e}".splitlines()[0]
+            log(f"{target.name}: {e}")
+            continue
+        ready.append((target, result))
+    for step in plan:
+        _measure_step(ready, step, settings, policy_file, pending)
+    return results
 
 
 def _measure_step(
-    target: CommandTarget,
+    ready: Sequence[tuple[CommandTarget, TargetResult]],
     step: Step,
     settings: Settings,
     policy_file: Path,
     pending: Sequence[Json],
-    result: TargetResult,
 ) -> None:
     w = step.workload
     nodes = len(w.nodes)
-    slug = target.name.lower().replace(" ", "-")
-    spec = LaunchSpec(
-        port=free_port(),
-        snapshot=step.snapshot,
-        policy=policy_file,
-        log=RESULTS_DIR / f"{slug}-{nodes}.log",
-    )
     warmup, measured = pending[: settings.warmup_pods], pending[settings.warmup_pods :]
-    log(f"{target.name}: {nodes} nodes")
-    with target.serve(spec) as base_url:
-        # pods never seen before first, on a server that has answered only the warm-up;
+    with contextlib.ExitStack() as stack:
+        serving: dict[str, tuple[str, CommandTarget, TargetResult]] = {}
+        for target, result in ready:
+            if result.note:
+                continue  # failed on an earlier cluster
+            slug = target.name.lower().replace(" ", "-")
+            spec = LaunchSpec(
+                port=free_port(),
+                snapshot=step.snapshot,
+                policy=policy_file,
+                log=RESULTS_DIR / f"{slug}-{nodes}.log",
+            )
+            try:
+                url = stack.enter_context(target.serve(spec))
+            except (OSError, RuntimeError) as e:
+                # one target that cannot start must not cost the figures of the others
+                result.note = f"failed: {e}".splitlines()[0]
+                log(f"{target.name}: {e}")
+                continue
+            serving[target.name] = (url, target, result)
+        log(f"{nodes} nodes: " + ", ".join(serving))
+        # pods never seen before first, on servers that have answered only the warm-up;
         # each mode gets pods of its own, so none was seen by the same server before
         offset = 0
+        urls = {name: url for name, (url, _, _) in serving.items()}
         for mode, count in step.distinct:
             pods = measured[offset : offset + count]
             offset += count
-            run = measure_distinct(base_url, w, step.reference, step.bodies, mode, pods, warmup)
-            result.distinct += run.series
-            result.decisions[(nodes, mode)] = run.decisions
-            for d in run.series:
-                _log_series("new pods", d.mode, d.verb, d.latency, d.problems)
-        measured_again = measure_server(
-            base_url,
-            w,
-            modes=step.repeated,
-            requests=settings.requests,
-            warmup=settings.warmup,
-        )
-        result.measurements += measured_again
-        for m in measured_again:
-            _log_series("repeated", m.mode, m.verb, m.latency, m.problems)
-        result.memory_mb[nodes] = tree_rss_mb(target.last_pid[0])
-    log(f"  resident memory {result.memory_mb[nodes]:.0f} MiB with {nodes} nodes loaded")
+            runs = measure_distinct(urls, w, step.reference, step.bodies, mode, pods, warmup)
+            for name, run in runs.items():
+                _, _, result = serving[name]
+                result.distinct += run.series
+                result.decisions[(nodes, mode)] = run.decisions
+                for d in run.series:
+                    _log_series(name, "new pods", d.mode, d.verb, d.latency, d.problems)
+        for name, (url, target, result) in serving.items():
+            measured_again = measure_server(
+                url, w, modes=step.repeated, requests=settings.requests, warmup=settings.warmup
+            )
+            result.measurements += measured_again
+            for m in measured_again:
+                _log_series(name, "repeated", m.mode, m.verb, m.latency, m.problems)
+            result.memory_mb[nodes] = tree_rss_mb(target.last_pid[0])
+            log(f"  {name}: resident memory {result.memory_mb[nodes]:.0f} MiB with {nodes} nodes")
 
 
-def _log_series(kind: str, mode: str, verb: str, latency: Summary, problems: list[str]) -> None:
+def _log_series(
+    name: str, kind: str, mode: str, verb: str, latency: Summary, problems: list[str]
+) -> None:
     flag = "" if not problems else f"  WRONG ({len(problems)}): " + "; ".join(problems[:3])
-    log(f"  {kind:8} {mode:5} {verb:10} p50 {latency.p50:8.2f} ms  p99 {latency.p99:8.2f} ms{flag}")
+    log(
+        f"  {name[:14]:14} {kind:8} {mode:5} {verb:10} p50 {latency.p50:8.2f} ms"
+        f"  p99 {latency.p99:8.2f} ms{flag}"
+    )
 
 
 def cross_check(targets: Sequence[TargetResult]) -> list[str]:
@@ -289,10 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     repeated=MODES if i == 0 else ("names",),
                 )
             )
-        for target in default_targets():
-            if settings.only and target.name not in settings.only:
-                continue
-            targets.append(measure_target(target, plan, settings, policy_file, pending))
+        chosen = [t for t in default_targets() if not settings.only or t.name in settings.only]
+        targets = measure_targets(chosen, plan, settings, policy_file, pending)
 
     engine: list[EngineTiming] = []
     if settings.cel:

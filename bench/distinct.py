@@ -2,23 +2,25 @@
 sends them.
 
 For each pod: filter with every node of the cluster (its names, or the whole NodeList),
-then prioritize with the nodes that passed, one keep-alive connection, one call at a time.
-A few other pods go first, untimed (the warm-up). Every reply is checked against the
-reference of `bench.policy`, and what each server decided (feasible nodes, failed nodes,
-every score) is kept, so that `compare_decisions` can prove two servers decided alike on
-every node for every pod.
+then prioritize with the nodes that passed, one keep-alive connection per server, one call
+at a time. The servers compared run side by side and take turns pod by pod, so that the
+machine's drift during a run (other work, frequency, the host) touches them alike and their
+ratio stays meaningful. A few other pods go first, untimed (the warm-up). Every reply is
+checked against the reference of `bench.policy`, and what each server decided (feasible
+nodes, failed nodes, every score) is kept, so that `compare_decisions` can prove two
+servers decided alike on every node for every pod.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench.http_client import KeepAliveClient, Mode, Verb, check_filter, check_scores, field_of
-from bench.policy import Reference
+from bench.policy import Reference, Verdicts
 from bench.stats import Summary, summarize_ns
 from bench.workload import Json, Workload, encode
 
@@ -114,50 +116,80 @@ def _names_of(reply: bytes) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def measure_distinct(
-    base_url: str,
+    base_urls: Mapping[str, str],
     workload: Workload,
     reference: Reference,
     bodies: Bodies,
     mode: Mode,
     pods: Sequence[Json],
     warmup: Sequence[Json],
-) -> DistinctRun:
-    """Send each pod of `warmup` (untimed), then each of `pods` (timed) once: filter over
-    every node, then prioritize over the nodes that passed."""
-    client = KeepAliveClient(base_url)
-    samples: dict[Verb, list[int]] = {"filter": [], "prioritize": []}
-    problems: dict[Verb, list[str]] = {"filter": [], "prioritize": []}
-    decisions: list[Decision] = []
+) -> dict[str, DistinctRun]:
+    """Send each pod of `warmup` (untimed), then each of `pods` (timed) once to every server
+    of `base_urls` (by name): filter over every node, then prioritize over the nodes that
+    passed. The servers take turns pod by pod, the first of each turn rotating, so that a
+    change in the machine's speed during the run touches every server alike."""
+    names = list(base_urls)
+    clients = {name: KeepAliveClient(url) for name, url in base_urls.items()}
+    samples = {name: _Samples() for name in names}
     try:
-        for timed, pod in [(False, p) for p in warmup] + [(True, p) for p in pods]:
+        for i, (timed, pod) in enumerate([(False, p) for p in warmup] + [(True, p) for p in pods]):
             expected = reference.verdicts(pod, bodies.names)
-            elapsed, reply = _post(client, "filter", bodies.filter(pod, mode))
-            if timed:
-                samples["filter"].append(elapsed)
-                for p in check_filter(reply, mode, workload, expected):
-                    problems["filter"].append(f"{pod_key(pod)}: {p}")
-            feasible, failed = _names_of(reply)
-            # the scheduler sends prioritize the nodes that passed; the reference's, so that
-            # every server is asked the same question even if one filtered wrongly
-            passed = expected.feasible
-            scores: dict[str, int] = {}
-            if passed:
-                elapsed, reply = _post(client, "prioritize", bodies.prioritize(pod, mode, passed))
-                scores = _scores_of(reply)
-                if timed:
-                    samples["prioritize"].append(elapsed)
-                    for p in check_scores(reply, reference.restricted(expected, passed)):
-                        problems["prioritize"].append(f"{pod_key(pod)}: {p}")
-            if timed:
-                decisions.append(Decision(pod_key(pod), feasible, failed, scores))
+            turn = i % len(names)
+            for name in names[turn:] + names[:turn]:
+                ask = samples[name].ask
+                ask(clients[name], workload, reference, bodies, mode, pod, expected, timed)
     finally:
-        client.close()
-    series = [
-        DistinctSeries(len(bodies.names), mode, verb, summarize_ns(samples[verb]), problems[verb])
-        for verb in ("filter", "prioritize")
-        if samples[verb]
-    ]
-    return DistinctRun(series, decisions)
+        for client in clients.values():
+            client.close()
+    return {name: samples[name].run(len(bodies.names), mode) for name in names}
+
+
+class _Samples:
+    """What one server answered, and how fast, for the pods of one series."""
+
+    def __init__(self) -> None:
+        self.samples: dict[Verb, list[int]] = {"filter": [], "prioritize": []}
+        self.problems: dict[Verb, list[str]] = {"filter": [], "prioritize": []}
+        self.decisions: list[Decision] = []
+
+    def ask(
+        self,
+        client: KeepAliveClient,
+        workload: Workload,
+        reference: Reference,
+        bodies: Bodies,
+        mode: Mode,
+        pod: Json,
+        expected: Verdicts,
+        timed: bool,
+    ) -> None:
+        elapsed, reply = _post(client, "filter", bodies.filter(pod, mode))
+        if timed:
+            self.samples["filter"].append(elapsed)
+            for p in check_filter(reply, mode, workload, expected):
+                self.problems["filter"].append(f"{pod_key(pod)}: {p}")
+        feasible, failed = _names_of(reply)
+        # the scheduler sends prioritize the nodes that passed; the reference's, so that
+        # every server is asked the same question even if one filtered wrongly
+        passed = expected.feasible
+        scores: dict[str, int] = {}
+        if passed:
+            elapsed, reply = _post(client, "prioritize", bodies.prioritize(pod, mode, passed))
+            scores = _scores_of(reply)
+            if timed:
+                self.samples["prioritize"].append(elapsed)
+                for p in check_scores(reply, reference.restricted(expected, passed)):
+                    self.problems["prioritize"].append(f"{pod_key(pod)}: {p}")
+        if timed:
+            self.decisions.append(Decision(pod_key(pod), feasible, failed, scores))
+
+    def run(self, nodes: int, mode: Mode) -> DistinctRun:
+        series = [
+            DistinctSeries(nodes, mode, verb, summarize_ns(self.samples[verb]), self.problems[verb])
+            for verb in ("filter", "prioritize")
+            if self.samples[verb]
+        ]
+        return DistinctRun(series, self.decisions)
 
 
 def compare_decisions(

@@ -197,10 +197,13 @@ def _distinct_section(run: Run) -> list[str]:
         " the same pod twice while nothing changed. Each measured pod is sent once, to a"
         f" server that has answered only {s['warmup_pods']} other pods before (the warm-up):"
         " filter with every node of the cluster, then prioritize with the nodes that passed."
-        " One keep-alive HTTP/1.1 connection, one call at a time, the latency as the client"
-        " sees it (request sent to last reply byte). *NodeNames*: `nodeCacheCapable: true`,"
-        " the server reads its own node and pod cache (loaded from the snapshot); *NodeList*:"
-        " the request carries the nodes. Medians (p90 in brackets) over the pods;"
+        " The servers run side by side and take turns pod by pod (the first of each turn"
+        " rotating), so that a change in the machine's speed during the run touches each"
+        " alike. One keep-alive HTTP/1.1 connection per server, one call at a time, the"
+        " latency as the client sees it (request sent to last reply byte). *NodeNames*:"
+        " `nodeCacheCapable: true`, the server reads its own node and pod cache (loaded from"
+        " the snapshot); *NodeList*: the request carries the nodes. Medians (p90 in"
+        " brackets) over the pods;"
         f" *vs {baseline.name}*: the median divided by its median (below 1: faster).\n",
     ]
     others = measured[1:]

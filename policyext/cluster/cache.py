@@ -21,7 +21,6 @@ from typing import Any, Final, cast
 from kubernetes import client as k8s
 
 from policyext.cluster.watch import Reflector
-from policyext.policy.frames import node_key
 from policyext.policy.resources import (
     CORE_RESOURCES,
     ZERO,
@@ -35,6 +34,7 @@ from policyext.policy.resources import (
     pod_summary,
     subtract_from,
 )
+from policyext.policy.rows import NodeRecord, NodeRows, NodeTable
 
 Json = dict[str, Any]
 # how long an assumed pod outlives watch events that still show it unbound (events written
@@ -61,11 +61,12 @@ class WatchStats:
 @dataclass(frozen=True, slots=True, eq=False)
 class NodeEntry:
     """What readers see of one node name: replaced whole, never changed in place. `node`
-    is None for a name that has pods bound to it but no Node object (yet). Compared by
-    identity: an entry is a version of the node (see `node_stamps`)."""
+    is None for a name that has pods bound to it but no Node object (yet). `version`:
+    the number of this Node object (a new one for each object, kept while only the pods
+    change); the node information's `generation` numbers the entry as a whole."""
 
     node: Json | None
-    key: str | None
+    version: int
     info: NodeInfo
 
 
@@ -103,7 +104,7 @@ class ClusterSource:
         self._lock = threading.Lock()
         self._entries: dict[str, NodeEntry] = {}
         self._with_node: dict[str, NodeEntry] = {}  # the entries that have a Node object
-        self._keys: dict[int, tuple[Json, str]] = {}  # id(node) -> (node, key)
+        self._table = NodeTable()  # the entries with a Node object, for requests
         self._pods: dict[str, Json] = {}  # uid -> every unfinished pod seen, bound or not
         self._uids: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
         self._counted: dict[str, _Counted] = {}  # uid -> where it is counted
@@ -187,10 +188,6 @@ class ClusterSource:
     def has_pods(self) -> bool:
         return True
 
-    @property
-    def static_node_info(self) -> bool:
-        return False
-
     def node_count(self) -> int:
         return len(self._with_node)
 
@@ -203,23 +200,8 @@ class ClusterSource:
         entry = self._entries.get(name)
         return entry.node if entry is not None else None
 
-    def nodes_named(self, names: Sequence[str]) -> list[Json | None]:
-        """`get_node` for many names at once (a NodeNames request names them all)."""
-        return [None if e is None else e.node for e in map(self._entries.get, names)]
-
-    def node_stamps(self, names: Sequence[str]) -> list[object]:
-        """Per name, the entry readers see now (None without a Node object): entries are
-        replaced whole whenever the node or its information changes."""
-        return list(map(self._with_node.get, names))
-
-    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
-        keys = self._keys
-        out: list[str | None] = []
-        for node in nodes:
-            known = keys.get(id(node))
-            # the identity check: an id can be reused once a replaced node is collected
-            out.append(known[1] if known is not None and known[0] is node else None)
-        return out
+    def node_rows(self, names: Sequence[str]) -> NodeRows:
+        return self._table.rows(names)
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo:
         entry = self._entries.get(_name(node))
@@ -322,25 +304,20 @@ class ClusterSource:
         name = _name(node)
         entry = self._entries.get(name)
         old = entry.node if entry is not None else None
-        if old is not None:
-            if _version(old) == _version(node) != "":
-                return  # a relist repeating what the watch already delivered
-            self._keys.pop(id(old), None)
-        key = node_key(node)
-        if key is not None:
-            self._keys[id(node)] = (node, key)
+        if old is not None and _version(old) == _version(node) != "":
+            return  # a relist repeating what the watch already delivered
         self._publish(name, node)
 
     def _delete_node(self, name: str) -> None:
         entry = self._entries.get(name)
         if entry is None or entry.node is None:
             return
-        self._keys.pop(id(entry.node), None)
         if self._per_node.get(name):
             self._publish(name, None)  # its pods are still counted until they go
         else:
             del self._entries[name]
             self._with_node.pop(name, None)
+            self._table.remove(name)
             self.generation = next(self._generations)
 
     def _replace_pods(self, items: list[Json], started: float) -> None:
@@ -442,18 +419,20 @@ class ClusterSource:
                 generation,
                 previous.info.invalid,
             )
-            key = previous.key
+            version = previous.version
         elif node is not None:
             info = node_info_of(node, totals.requested, pods, generation)
-            key = node_key(node)
+            version = generation  # a new Node object: a number of its own
         else:
             info = build_node_info({}, totals.requested, pods, generation)
-            key = None
-        entry = self._entries[name] = NodeEntry(node, key, info)
+            version = generation
+        entry = self._entries[name] = NodeEntry(node, version, info)
         if node is not None:
             self._with_node[name] = entry
+            self._table.put(name, NodeRecord(node, info, version, generation))
         else:
             self._with_node.pop(name, None)
+            self._table.remove(name)
         self.generation = generation
 
 

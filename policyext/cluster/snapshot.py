@@ -12,7 +12,6 @@ from typing import Any
 
 import yaml
 
-from policyext.policy.frames import node_key
 from policyext.policy.loader import load_yaml_all
 from policyext.policy.resources import (
     InvalidQuantity,
@@ -25,6 +24,7 @@ from policyext.policy.resources import (
     pod_requests,
     pod_summary,
 )
+from policyext.policy.rows import NodeRecord, NodeRows, NodeTable
 
 Json = dict[str, Any]
 
@@ -88,8 +88,10 @@ class SnapshotSource:
             add_into(self._requested.setdefault(node_name, {}), pod_requests(pod))
             self._pods.setdefault(node_name, []).append(pod_summary(pod))
         self._info: dict[str, NodeInfo] = {}
-        # cache keys by node object: the nodes live as long as the source
-        self._keys = {id(node): node_key(node) for node in self.nodes.values()}
+        # a file's nodes never change: each is its own one version
+        self._table = NodeTable()
+        for version, (name, node) in enumerate(self.nodes.items()):
+            self._table.put(name, NodeRecord(node, None, version, version))
 
     def _check_quantities(self) -> None:
         """Every Pod's requests and every Node's allocatable are quantities kube-scheduler
@@ -112,10 +114,6 @@ class SnapshotSource:
         return True
 
     @property
-    def static_node_info(self) -> bool:
-        return True
-
-    @property
     def generation(self) -> int:
         """Changes whenever a node or its information does: never, for a file."""
         return 0
@@ -129,10 +127,6 @@ class SnapshotSource:
     def get_node(self, name: str) -> Json | None:
         return self.nodes.get(name)
 
-    def nodes_named(self, names: Sequence[str]) -> list[Json | None]:
-        """`get_node` for many names at once (a NodeNames request names them all)."""
-        return list(map(self.nodes.get, names))
-
     def node_count(self) -> int:
         return len(self.nodes)
 
@@ -140,15 +134,8 @@ class SnapshotSource:
         """Every node's name, sorted (/explain without NodeNames)."""
         return sorted(self.nodes)
 
-    def node_stamps(self, names: Sequence[str]) -> list[object]:
-        """Per name, the node object itself (None for a name not in the file): a file's
-        nodes and their information never change."""
-        get = self.nodes.get
-        return [get(name) for name in names]
-
-    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
-        # the source keeps its nodes alive, so an id found here is one of them
-        return list(map(self._keys.get, map(id, nodes)))
+    def node_rows(self, names: Sequence[str]) -> NodeRows:
+        return self._table.rows(names)
 
     def pod_by_uid(self, uid: str) -> Json | None:
         """A pod of the snapshot (preemption victims arrive as UIDs)."""

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
+import weakref
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -48,8 +50,8 @@ QUANTITY_TOLERANCE: Final = 1e-9
 # node values that used more than this share of the cost budget together: their row is
 # left to the exact evaluator (the residual's other operators charge a little more)
 COST_SHARE: Final = 0.5
-# node values kept per subexpression: nodes come and go, each version is a new row
-TABLE_SLACK: Final = 1024
+# a slot whose value is not kept yet (versions are never negative)
+NOT_KEPT: Final = -2
 
 _KINDS: Final = (bool, int, float, str, Quantity, dict, list, Timestamp, Duration)
 _second = operator.itemgetter(1)
@@ -75,7 +77,7 @@ class Column:
     held as float64, bools as bool, everything else as objects. `objects` keeps the
     quantities themselves (ties are compared exactly)."""
 
-    __slots__ = ("cost", "kind", "objects", "unknown", "values")
+    __slots__ = ("_decided", "cost", "kind", "objects", "unknown", "values", "where")
 
     def __init__(
         self,
@@ -84,76 +86,134 @@ class Column:
         unknown: Mask,
         objects: npt.NDArray[Any] | None = None,
         cost: npt.NDArray[np.float64] | None = None,
+        where: npt.NDArray[np.intp] | None = None,
     ) -> None:
         self.kind = kind
         self.values = values
         self.unknown = unknown
         self.objects = objects
         self.cost = cost  # node values: what each row's evaluation charged (None: nothing)
+        # `objects` of a kept column are the whole table's, row i at where[i]: the few a
+        # request compares exactly are read from there, not copied for every row
+        self.where = where
+        self._decided: bool | None = None
+
+    def object_at(self, i: int) -> Any:
+        assert self.objects is not None
+        return self.objects[self.where[i]] if self.where is not None else self.objects[i]
+
+    def decided(self) -> bool:
+        """No row is unknown (asked once per column)."""
+        if self._decided is None:
+            self._decided = not self.unknown.any()
+        return self._decided
 
 
 Value = Scalar | Column
 
 
-class Universe:
-    """Every node version the columns have seen (for one policy set), as rows: a request's
-    nodes are positions in it, and each node-only subexpression keeps one array over it.
-    A key identifies a node version (`name@resourceVersion`, with the node information's
-    generation for the columns that read it): a row's values never go stale. A universe
-    that outgrows the nodes starts over (`generation` tells the columns to as well)."""
+class Costs:
+    """What the node values of one rule charged, per row: known exactly for values
+    evaluated in this request, bounded for kept ones (their arrays are read only when the
+    bound says a row might come near the budget)."""
 
-    RECENT: Final = 4  # key lists remembered: filter's names, and a few prioritize lists
+    __slots__ = ("arrays", "bound", "kept")
 
     def __init__(self) -> None:
-        self.rows: dict[Hashable, int] = {}
-        self.generation = 0
-        self.widest = 0  # the most nodes a request has named: about the cluster's size
-        self._recent: list[tuple[list[Hashable], npt.NDArray[np.intp]]] = []
+        self.arrays: list[npt.NDArray[np.float64]] = []
+        self.kept: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]] = []
+        self.bound = 0.0  # no row charged more than this in all
 
-    def index(self, keys: list[Hashable]) -> npt.NDArray[np.intp]:
-        """The rows of these node versions, new ones added."""
-        for known, index in self._recent:
-            if known is keys or (len(known) == len(keys) and known == keys):
-                return index
-        self.widest = max(self.widest, len(keys))
-        if len(self.rows) > 2 * self.widest + TABLE_SLACK:
-            self.rows = {}
-            self.generation += 1
-            self._recent = []
-        rows = self.rows
-        found = list(map(rows.get, keys))
-        if None in found:
-            for i, known_row in enumerate(found):
-                if known_row is None:
-                    row = rows.get(keys[i])  # a node named twice
-                    if row is None:
-                        row = rows[keys[i]] = len(rows)
-                    found[i] = row
-        index = np.array(found, np.intp)
-        self._recent = [(keys, index), *self._recent[: self.RECENT - 1]]
-        return index
+    def add(self, cost: npt.NDArray[np.float64]) -> None:
+        self.arrays.append(cost)
+        self.bound += float(cost.max()) if len(cost) else 0.0
+
+    def add_kept(
+        self, cost: npt.NDArray[np.float64], slots: npt.NDArray[np.intp], most: float
+    ) -> None:
+        self.kept.append((cost, slots))
+        self.bound += most
+
+    def heavy(self, limit: float) -> Mask | None:
+        """The rows that charged more than `limit`, or None when none can have."""
+        if self.bound <= limit:
+            return None
+        total = sum((cost[slots] for cost, slots in self.kept), start=sum(self.arrays))
+        heavy: Mask = np.asarray(total > limit, np.bool_)
+        return heavy if heavy.any() else None
 
 
 class Rows(Protocol):
     """The nodes of one request as the columns see them (the engine's run of a request).
 
-    `universe(reads_info)`: the Universe and the rows of the request's nodes in it (keyed
-    with their node information's versions too, when `reads_info`), or None when node
-    values must not be kept (nodes sent in the request); `evaluate_on(i, policy,
-    program)`: the exact evaluator on the request's node i and the cost it charged;
-    `timed_out()`: the request deadline has passed. `cost`: what the node values of the
-    rule being evaluated charged, per row (set here): rows where that nears the budget
-    (or spent it) are left to the exact evaluator, whatever the operators say."""
+    `placement(reads_info)`: where the request's nodes are in their source's table (the
+    table, its size, each node's slot and the version kept values must have: the node's,
+    or with `reads_info` its node information's too), or None when node values must not be
+    kept (nodes sent in the request); `evaluate_on(i, policy, program)`: the exact
+    evaluator on the request's node i and the cost it charged; `versions_of(positions,
+    reads_info)`: the versions of the nodes the exact evaluator read at those positions
+    (the placement's, or later ones when a node changed meanwhile); `timed_out()`: the
+    request deadline has passed. `cost`: what the node values of the rule being evaluated
+    charged (set here): rows where that nears the budget (or spent it) are left to the exact
+    evaluator, whatever the operators say."""
 
     count: int
     budget: int
-    cost: npt.NDArray[np.float64] | None
+    cost: Costs | None
 
-    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None: ...
+    def placement(self, reads_info: bool) -> Placement | None: ...
 
     def evaluate_on(self, i: int, policy: str, program: cel.Program) -> tuple[object, int]: ...
 
+    def versions_of(self, positions: list[int], reads_info: bool) -> npt.NDArray[np.int64]: ...
+
     def timed_out(self) -> bool: ...
+
+
+class Placement:
+    """Where a request's nodes are in their source's table (see Rows.placement)."""
+
+    __slots__ = ("size", "slots", "table", "versions")
+
+    def __init__(
+        self,
+        table: object,
+        size: int,
+        slots: npt.NDArray[np.intp],
+        versions: npt.NDArray[np.int64],
+    ) -> None:
+        self.table = table
+        self.size = size
+        self.slots = slots
+        self.versions = versions
+
+
+class _Kept:
+    """A node value over the slots of one table: each slot's value (a Column) and the
+    version it is the value of (NOT_KEPT: none yet). The table is held weakly: the values
+    kept must not keep a node source, and its nodes, alive."""
+
+    __slots__ = ("most", "stamps", "table", "whole")
+
+    def __init__(
+        self,
+        table: weakref.ref[object],
+        whole: Column | None,
+        stamps: npt.NDArray[np.int64],
+        most: float = 0.0,
+    ) -> None:
+        self.table = table
+        self.whole = whole
+        self.stamps = stamps
+        self.most = most  # the most any row's evaluation charged (a bound: rows change)
+
+    def grown(self, size: int) -> _Kept:
+        more = size - len(self.stamps)
+        if more <= 0:
+            return self
+        stamps = np.concatenate([self.stamps, np.full(more, NOT_KEPT, np.int64)])
+        whole = _extend(self.whole, size) if self.whole is not None else None
+        return _Kept(self.table, whole, stamps, self.most)
 
 
 class _Node:
@@ -179,51 +239,63 @@ class _Literal(_Node):
 
 class _NodeValue(_Node):
     """A subexpression that reads only the node (its information, its variables): its
-    value per node version, one array over the Universe, extended with new versions."""
+    value per node version, kept over the slots of the node source's table."""
 
     def __init__(self, program: cel.Program, reads_info: bool) -> None:
         self.program = program
         self.reads_info = reads_info
-        self.whole: Column | None = None  # over the universe's rows
-        self.computed: Mask | None = None  # the rows of `whole` that hold their value
-        self.generation = -1
+        self.kept: _Kept | None = None
+        # requests of several threads keep values in the same arrays: each reads and
+        # writes them whole under the lock (evaluating happens outside it)
+        self.lock = threading.Lock()
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
-        column = self._run(rows, policy)
-        if column.cost is not None:
-            rows.cost = column.cost if rows.cost is None else rows.cost + column.cost
+        placed = rows.placement(self.reads_info)
+        if placed is None:
+            column = self._request_column(rows, policy)
+            if column.cost is not None and rows.cost is not None:
+                rows.cost.add(column.cost)
+            return column
+        column, kept = self._kept(rows, policy, placed)
+        if rows.cost is not None:
+            if kept is None:  # evaluated for this request alone
+                if column.cost is not None:
+                    rows.cost.add(column.cost)
+            elif kept.whole is not None and kept.whole.cost is not None:
+                rows.cost.add_kept(kept.whole.cost, placed.slots, kept.most)
         return column
 
-    def _run(self, rows: Rows, policy: str) -> Column:
-        found = rows.universe(self.reads_info)
-        if found is None:
-            return self._request_column(rows, policy)
-        universe, index = found
-        if self.generation != universe.generation:  # the universe started over
-            self.whole = self.computed = None
-            self.generation = universe.generation
-        whole, computed = self.whole, self.computed
-        size = len(universe.rows)
-        if whole is not None and computed is not None and len(computed) < size:
-            whole, computed = (
-                _extend(whole, size),
-                np.concatenate([computed, np.zeros(size - len(computed), np.bool_)]),
-            )
-        need = np.flatnonzero(~computed[index]) if computed is not None else None
-        if need is None or need.size:
-            positions = need.tolist() if need is not None else range(rows.count)
-            entries = [self._entry(rows, policy, i) for i in positions]
-            if rows.timed_out():  # a deadline's errors are not the nodes': not kept
-                return self._request_column(rows, policy)
+    def _kept(self, rows: Rows, policy: str, placed: Placement) -> tuple[Column, _Kept | None]:
+        """The column of the request's rows, from the values kept, evaluating the rows
+        whose node changed (or that were never evaluated)."""
+        slots = placed.slots
+        with self.lock:
+            kept = self.kept
+            if kept is None or kept.table() is not placed.table:
+                table = weakref.ref(placed.table)
+                kept = _Kept(table, None, np.full(placed.size, NOT_KEPT, np.int64))
+            self.kept = kept = kept.grown(placed.size)
+            need = (kept.stamps[slots] != placed.versions).nonzero()[0]
+            if not need.size and kept.whole is not None:
+                return _gather(kept.whole, slots), kept
+        positions = need.tolist()
+        entries = [self._entry(rows, policy, i) for i in positions]
+        if rows.timed_out():  # a deadline's errors are not the nodes': not kept
+            return self._request_column(rows, policy), None
+        versions = rows.versions_of(positions, self.reads_info)
+        with self.lock:
+            if self.kept is not kept:  # the table started over meanwhile: nothing kept
+                return self._request_column(rows, policy), None
+            whole = kept.whole
             fresh = _column(entries, whole.kind if whole is not None else None)
-            if whole is None or computed is None:
-                whole, computed = _extend(_empty(fresh.kind, fresh), size), np.zeros(size, np.bool_)
-            at = index[np.asarray(list(positions), np.intp)]
+            if whole is None:
+                whole = kept.whole = _extend(_empty(fresh.kind, fresh), len(kept.stamps))
+            at = slots[need]
             _scatter(whole, at, fresh)
-            computed[at] = True
-            self.whole, self.computed = whole, computed
-        assert whole is not None
-        return _gather(whole, index)
+            if fresh.cost is not None and len(fresh.cost):
+                kept.most = max(kept.most, float(fresh.cost.max()))
+            kept.stamps[at] = versions
+            return _gather(whole, slots), kept
 
     def _request_column(self, rows: Rows, policy: str) -> Column:
         return _column([self._entry(rows, policy, i) for i in range(rows.count)])
@@ -263,7 +335,10 @@ def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
     whole.values[at] = fresh.values
     whole.unknown[at] = fresh.unknown
     if whole.objects is not None and fresh.objects is not None:
-        whole.objects[at] = fresh.objects
+        # a new array, not written in place: requests read the objects after the lock
+        objects = whole.objects.copy()
+        objects[at] = fresh.objects
+        whole.objects = objects
     assert whole.cost is not None
     whole.cost[at] = fresh.cost if fresh.cost is not None else 0.0
 
@@ -310,11 +385,8 @@ def _column(entries: list[tuple[object, float, float]], kind: type | None = None
 
 
 def _gather(whole: Column, index: npt.NDArray[np.intp]) -> Column:
-    cost = whole.cost[index] if whole.cost is not None else None
-    if cost is not None and not cost.any():
-        cost = None
-    objects = whole.objects[index] if whole.objects is not None else None
-    return Column(whole.kind, whole.values[index], whole.unknown[index], objects, cost)
+    """The rows of a kept column (their costs are read apart, when needed: Costs)."""
+    return Column(whole.kind, whole.values[index], whole.unknown[index], whole.objects, None, index)
 
 
 def _all_unknown(rows: Rows) -> Column:
@@ -329,6 +401,8 @@ def _truth(value: Value, n: int) -> tuple[Mask, Mask]:
         return np.full(n, v is True), np.full(n, v is False)
     if value.kind is not bool:
         return np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+    if value.decided():
+        return value.values, ~value.values
     known = ~value.unknown
     return known & value.values, known & ~value.values
 
@@ -346,14 +420,25 @@ class _Logical(_Node):
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         n = rows.count
-        values = [o.run(rows, policy, params) for o in self.operands]
-        truths = [_truth(v, n) for v in values]
-        if self.is_and:
-            true = np.logical_and.reduce([t for t, _ in truths])
-            false = np.logical_or.reduce([f for _, f in truths])
-        else:
-            true = np.logical_or.reduce([t for t, _ in truths])
-            false = np.logical_and.reduce([f for _, f in truths])
+        decisive = not self.is_and  # `true` decides ||, `false` decides &&
+        columns: list[Value] = []
+        for operand in self.operands:
+            value = operand.run(rows, policy, params)
+            if isinstance(value, Scalar):
+                if value.value is decisive:
+                    return Scalar(decisive)  # whatever the others are, errors included
+                if value.value is (not decisive):
+                    continue  # neutral: leaves the others to decide
+            columns.append(value)
+        if not columns:
+            return Scalar(not decisive)
+        true, false = _truth(columns[0], n)
+        for value in columns[1:]:
+            t, f = _truth(value, n)
+            if self.is_and:
+                true, false = true & t, false | f
+            else:
+                true, false = true | t, false & f
         return _bools(true, false)
 
 
@@ -430,8 +515,10 @@ class _Compare(_Node):
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         n = rows.count
-        ka, va, ua = _as_column_parts(self.left.run(rows, policy, params), n)
-        kb, vb, ub = _as_column_parts(self.right.run(rows, policy, params), n)
+        left = self.left.run(rows, policy, params)
+        right = self.right.run(rows, policy, params)
+        ka, va, ua = _as_column_parts(left, n)
+        kb, vb, ub = _as_column_parts(right, n)
         if ka is None or kb is None:
             return _all_unknown(rows)
         if ka not in _COMPARABLE or kb not in _COMPARABLE:
@@ -452,7 +539,9 @@ class _Compare(_Node):
             return _all_unknown(rows)
         if values.shape != (n,):
             values = np.broadcast_to(values, (n,)).copy()
-        return Column(bool, values, ua | ub)
+        # a constant side is never unknown (a usable one: checked above)
+        unknown = ua if isinstance(right, Scalar) else ub if isinstance(left, Scalar) else ua | ub
+        return Column(bool, values, unknown)
 
 
 _REFLECTED: Final = {
@@ -490,18 +579,26 @@ class _QuantityCompare(_Node):
         constant: Quantity = arg.value
         c = constant.approximate_float()
         a = target.values
-        with np.errstate(invalid="ignore", over="ignore"):
-            scale = np.maximum(np.abs(a), abs(c))
-            decided = (np.abs(a - c) > QUANTITY_TOLERANCE * scale) & np.isfinite(a)
-            decided &= np.isfinite(c) & (scale > 1e-280)
-        order = np.where(decided, np.sign(a - c), 0.0)
-        close = np.flatnonzero(~decided & ~target.unknown)
-        if close.size:
-            objects = target.objects
-            assert objects is not None
-            for i in close.tolist():
-                order[i] = float(objects[i].compare(constant))
-        order *= sign  # compared from the constant's side when it was the target
+        # (a constant this close to 0 but not 0 is no resource amount: compared exactly)
+        if math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280):
+            # decided where the approximations are too far apart to be wrong about the
+            # order (never for an infinite or NaN row: inf > inf is false)
+            diff = a - c
+            margin = np.abs(a)
+            np.maximum(margin, abs(c), out=margin)
+            margin *= QUANTITY_TOLERANCE
+            undecided = ~(np.abs(diff) > margin)
+            order = np.sign(diff)
+        else:
+            undecided = np.ones(len(a), np.bool_)
+            order = np.zeros(len(a), np.float64)
+        if undecided.any():
+            order[undecided] = 0.0
+            close = undecided if target.decided() else undecided & ~target.unknown
+            for i in close.nonzero()[0].tolist():
+                order[i] = float(target.object_at(i).compare(constant))
+        if sign < 0:
+            order = -order  # compared from the constant's side when it was the target
         if self.function == "compareTo":
             return Column(int, order, target.unknown)
         wanted = 1.0 if self.function == "isGreaterThan" else -1.0
@@ -591,16 +688,15 @@ class ColumnPlan:
         (a Scalar's value is the same on every row)."""
         if any(isinstance(p, CostLimitExceeded) for p in params):
             return _all_unknown(rows)  # a spent budget is never absorbed by && or ||
-        rows.cost = None
+        costs = rows.cost = Costs()
         result = self.root.run(rows, policy, params)
-        cost = rows.cost
-        if cost is not None:
-            heavy = cost > rows.budget * COST_SHARE
-            if heavy.any():
-                if isinstance(result, Scalar):
-                    result = _broadcast(result, rows.count)
-                unknown = result.unknown | heavy
-                result = Column(result.kind, result.values, unknown, result.objects)
+        rows.cost = None
+        heavy = costs.heavy(rows.budget * COST_SHARE)
+        if heavy is not None:
+            if isinstance(result, Scalar):
+                result = _broadcast(result, rows.count)
+            unknown = result.unknown | heavy
+            result = Column(result.kind, result.values, unknown, result.objects, None, result.where)
         return result
 
 
@@ -678,15 +774,3 @@ def _flatten(node: cel.ast.Node, function: str, out: list[cel.ast.Node]) -> None
             _flatten(arg, function, out)
     else:
         out.append(node)
-
-
-class Universes:
-    """A policy set's universes: one of node versions, one of node versions with their
-    node information's (for the columns that read it)."""
-
-    def __init__(self) -> None:
-        self.nodes = Universe()
-        self.with_info = Universe()
-
-    def of(self, reads_info: bool) -> Universe:
-        return self.with_info if reads_info else self.nodes

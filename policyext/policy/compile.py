@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
-from policyext.policy.columns import Universes
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.loader import (
     Document,
@@ -98,8 +97,6 @@ class PolicySet:
     # None when some expression reads the node as a whole. A server decoding full Node
     # objects may skip everything else (see server/wire.py).
     node_fields: frozenset[tuple[str, ...]] | None = None
-    # derived data: the node versions the node columns hold (columns.py)
-    universes: Universes = field(default_factory=Universes, compare=False, repr=False)
 
     def rule_count(self) -> int:
         return sum(len(p.filters) + len(p.scores) for p in self.policies)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyext.cel import COST, DEFAULT_LIMITS, CELEvalError, Program, Timestamp, UInt, type_name
-from policyext.policy.columns import ColumnPlan, Scalar, Universe
+from policyext.policy.columns import ColumnPlan, Costs, Placement, Scalar
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -31,12 +31,12 @@ from policyext.policy.frames import (
     Failure,
     NodeFrame,
     Request,
-    node_key,
     node_name,
 )
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
+from policyext.policy.rows import NodeRecord, NodeRows
 from policyext.policy.verdicts import (
     AuditScore,
     Evaluation,
@@ -101,7 +101,7 @@ class Prepared:
 
     def evaluate(
         self,
-        nodes: Sequence[Json],
+        nodes: Sequence[Json] | NodeRows,
         *,
         names: Sequence[str] | None = None,
         filters: bool = True,
@@ -113,13 +113,20 @@ class Prepared:
         """Filter and/or score `nodes` for the pod. With both, only feasible nodes are
         scored.
 
-        `names`: the nodes' names when the caller knows them already. Without `detail`
-        the result carries final scores but not each rule's (what prioritize needs).
-        `cache_nodes`: the nodes come from the node source (so their resourceVersion
-        identifies their content) and what the rules read of them may be kept per node
-        version. `columns`: evaluate rules over all nodes at once where they allow it
-        (columns.py); False: node by node, with the same answers."""
-        return _evaluate(self, nodes, names, filters, scores, detail, cache_nodes, columns)
+        `nodes`: Node objects, or rows of the node source's table (rows.py: NodeNames
+        requests), whose values are then kept per node version. `names`: the nodes' names
+        when the caller knows them already. Without `detail` the result carries final
+        scores but not each rule's (what prioritize needs). `cache_nodes`: the Node objects
+        are the node source's own, so what the rules read of them may be kept per node
+        version as for rows. `columns`: evaluate rules over all nodes at once where they
+        allow it (columns.py); False: node by node, with the same answers."""
+        if isinstance(nodes, NodeRows):
+            rows: NodeRows | None = nodes
+        else:
+            rows = _rows_of(self.request.source, nodes, names) if cache_nodes else None
+        if rows is not None:
+            nodes, names = rows.nodes, rows.names
+        return _evaluate(self, nodes, names, rows, filters, scores, detail, columns)  # type: ignore[arg-type]
 
     def signature(self, filters: bool, scores: bool) -> Hashable | None:
         """Everything of the pod (and of the time) that the rules' results can depend on,
@@ -216,20 +223,37 @@ def evaluate(
     )
 
 
+def _rows_of(
+    source: NodeSource | None, nodes: Sequence[Json], names: Sequence[str] | None
+) -> NodeRows | None:
+    """The rows of Node objects that are the source's own (each one, by identity), or
+    None when some node is not (then nothing is kept: it may be another version)."""
+    if source is None:
+        return None
+    rows = source.node_rows(list(names) if names is not None else [node_name(n) for n in nodes])
+    if rows is None or not rows.known().all():
+        return None
+    if any(rows.record(i).node is not node for i, node in enumerate(nodes)):
+        return None
+    if len(set(rows.versions.tolist())) != len(rows):  # a node named twice
+        return None
+    return rows
+
+
 def _evaluate(
     prepared: Prepared,
     nodes: Sequence[Json],
     names: Sequence[str] | None,
+    rows: NodeRows | None,
     filters: bool,
     scores: bool,
     detail: bool,
-    cache_nodes: bool,
     columns: bool,
 ) -> Evaluation:
     matches, applied, request = prepared.matches, prepared.applied, prepared.request
-    policy_set, source = prepared.policy_set, request.source
+    policy_set = prepared.policy_set
     counters = request.counters
-    run = _Run(request, nodes, cache_nodes and source is not None, policy_set, columns)
+    run = _Run(request, nodes, rows, columns)
     node_names = list(names) if names is not None else [node_name(n) for n in nodes]
     ev = Evaluation(policy_set.version, matches, node_names)
     if filters:
@@ -254,62 +278,48 @@ def _evaluate(
 
 
 class _Run:
-    """The nodes of one call: their frames (made on demand) and cache keys."""
+    """The nodes of one call: their frames (made on demand), and where their values are
+    kept (`rows`: the node source's table; None: nodes sent in the request, nothing kept)."""
 
     def __init__(
-        self,
-        request: Request,
-        nodes: Sequence[Json],
-        cache: bool,
-        policy_set: PolicySet,
-        columns: bool,
+        self, request: Request, nodes: Sequence[Json], rows: NodeRows | None, columns: bool
     ) -> None:
         self.request = request
         self.nodes = nodes
+        self.rows = rows
         self.frames: list[NodeFrame | None] = [None] * len(nodes)
-        self.cache = cache and request.source is not None
-        self.policy_set = policy_set
-        self._keys: list[Hashable] | bool | None = False  # False: not computed yet
-        self._indexes: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
+        # the records the frames were made from (rows only): their versions are those
+        # of what the exact evaluator read
+        self.records: dict[int, NodeRecord] = {}
+        self._keys: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
+        self._placements: dict[bool, Placement] = {}
         # evaluate over columns where a rule allows it; the run is then the columns' view
         # of the nodes (columns.Rows)
         self.columns = columns
         self.count = len(nodes)
         self.budget = request.counters.budget
-        self.cost: npt.NDArray[np.float64] | None = None
-        self._universes: dict[bool, tuple[Universe, npt.NDArray[np.intp]]] = {}
+        self.cost: Costs | None = None
 
-    @property
-    def keys(self) -> list[Hashable] | None:
-        """The nodes' cache keys (name@resourceVersion) for the per-node result cache."""
-        if self._keys is False:
-            self._keys = None
-            source = self.request.source
-            if self.cache and source is not None:
-                nodes = self.nodes
-                keys: list[Hashable] = list(source.node_keys(nodes))
-                if None in keys:
-                    keys = [node_key(n) for n in nodes]
-                if None not in keys and len(set(keys)) == len(keys):  # no duplicates
-                    self._keys = keys
-        return self._keys  # type: ignore[return-value]
-
-    def universe(self, reads_info: bool) -> tuple[Universe, npt.NDArray[np.intp]] | None:
-        """The universe of node versions the node columns are kept over, and where this
-        request's nodes are in it; None: not kept (nodes sent in the request)."""
-        keys = self.keys
-        if keys is None:
+    def placement(self, reads_info: bool) -> Placement | None:
+        """Where the nodes' values are kept: their slots in the source's table and the
+        versions the values must have (the node information's too, when they read it)."""
+        rows = self.rows
+        if rows is None:
             return None
-        source = self.request.source
-        if reads_info and source is not None and source.static_node_info:
-            reads_info = False
-        found = self._universes.get(reads_info)
+        found = self._placements.get(reads_info)
         if found is None:
-            if reads_info:
-                keys, _ = self.indexed_keys(True)
-            universe = self.policy_set.universes.of(reads_info)
-            found = self._universes[reads_info] = (universe, universe.index(keys))
+            versions = rows.info_versions if reads_info else rows.versions
+            found = self._placements[reads_info] = Placement(
+                rows.table, rows.size, rows.slots, versions
+            )
         return found
+
+    def versions_of(self, positions: list[int], reads_info: bool) -> npt.NDArray[np.int64]:
+        assert self.rows is not None
+        records = [self.records.get(i) or self.rows.record(i) for i in positions]
+        if reads_info:
+            return np.fromiter((r.info_version for r in records), np.int64, len(records))
+        return np.fromiter((r.version for r in records), np.int64, len(records))
 
     def evaluate_on(self, i: int, policy: str, program: Program) -> tuple[object, int]:
         """A node-only subexpression on node i, and the cost it charged."""
@@ -327,36 +337,36 @@ class _Run:
     def frame(self, i: int) -> NodeFrame:
         frame = self.frames[i]
         if frame is None:
-            frame = self.frames[i] = NodeFrame(self.request, self.nodes[i])
+            rows = self.rows
+            if rows is None:
+                frame = NodeFrame(self.request, self.nodes[i])
+            else:
+                record = self.records[i] = rows.record(i)
+                frame = NodeFrame(self.request, record.node)
+                if record.info is not None:
+                    frame.info = record.info
+            self.frames[i] = frame
         return frame
 
     def indexed_keys(self, with_info: bool) -> tuple[list[Hashable], dict[Hashable, int]]:
-        """The cache keys of the nodes, and their positions. A result that read nodeInfo is
-        also keyed by the node information's generation (it changes as pods come and go)."""
-        source = self.request.source
-        if with_info and source is not None and source.static_node_info:
-            with_info = False
-        entry = self._indexes.get(with_info)
+        """The nodes' versions as keys of a plan's result cache, and their positions. A
+        result that read nodeInfo is keyed by the node information's version too."""
+        entry = self._keys.get(with_info)
         if entry is None:
-            assert self.keys is not None
-            keys = self.keys
-            if with_info:
-                # straight from the source: a node frame is only worth making for the few
-                # nodes whose results are not cached
-                assert source is not None
-                info = source.node_info
-                nodes = self.nodes
-                keys = [(k, info(nodes[i]).generation) for i, k in enumerate(keys)]
-            entry = self._indexes[with_info] = (keys, {k: i for i, k in enumerate(keys)})
+            assert self.rows is not None
+            versions = self.rows.info_versions if with_info else self.rows.versions
+            keys: list[Hashable] = versions.tolist()
+            entry = self._keys[with_info] = (keys, {k: i for i, k in enumerate(keys)})
         return entry
 
     def cached(self, plan: Plan | None, params: object) -> Results | None:
-        if self.keys is None or plan is None or not plan.cacheable:
+        rows = self.rows
+        if rows is None or plan is None or not plan.cacheable:
             return None
         if not isinstance(params, tuple):
             return None
         try:
-            return plan.cache.results(params)
+            return plan.cache.results(params, rows.table)
         except TypeError:  # a part's value is a list or a map: not a cache key
             return None
 
@@ -502,8 +512,11 @@ def _not_true_by_columns(
             return np.ones(count, np.bool_), {}
         unknown: Sequence[int] = range(count)
     elif result.kind is bool:
-        false = ~result.values & ~result.unknown
-        unknown = np.flatnonzero(result.unknown).tolist()
+        if result.unknown.any():
+            false = ~(result.values | result.unknown)
+            unknown = result.unknown.nonzero()[0].tolist()
+        else:  # the common case: every row decided
+            false, unknown = ~result.values, ()
     else:
         unknown = range(count)
     others: dict[int, object] = {}

@@ -8,14 +8,15 @@ values, the node's version): it is cached, so a burst of similar pods costs a di
 lookup per node instead of an evaluation.
 
 The cache belongs to the compiled expression, so a policy reload starts with an empty one;
-node versions come from the node source (resourceVersion, and the node information's
-generation when the residual reads `nodeInfo`), so an updated node is never served a stale
-result.
+node versions come from the node source's table (rows.py: the node's version, and its
+node information's when the residual reads `nodeInfo`), so an updated node is never served
+a stale result.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -59,22 +60,30 @@ def typed(values: tuple[object, ...]) -> tuple[tuple[type, object], ...]:
 
 @dataclass
 class ResultCache:
-    """Per-node results of a residual, by the values of the pod-side parts."""
+    """Per-node results of a residual, by the values of the pod-side parts, keyed by node
+    version in one node source's table (rows.py) at a time."""
 
     by_params: dict[tuple[tuple[type, object], ...], Results] = field(default_factory=dict)
+    # whose versions key the results (held weakly: results must not keep a source alive)
+    table: weakref.ref[object] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def results(self, params: tuple[Hashable, ...]) -> Results:
+    def results(self, params: tuple[Hashable, ...], table: object) -> Results:
         """The results for these part values (TypeError when one is a list or a map)."""
         key = typed(params)
-        table = self.by_params.get(key)
+        if self.table is None or self.table() is not table:  # another table's versions
+            with self.lock:
+                if self.table is None or self.table() is not table:
+                    self.by_params = {}
+                    self.table = weakref.ref(table)
+        table_of_results = self.by_params.get(key)
         # nodes come and go, and each version is a new key: a full table starts over
-        if table is None or len(table.values) >= MAX_NODE_RESULTS:
+        if table_of_results is None or len(table_of_results.values) >= MAX_NODE_RESULTS:
             with self.lock:
                 if key not in self.by_params and len(self.by_params) >= MAX_PARAMETER_SETS:
                     self.by_params.pop(next(iter(self.by_params)))
-                table = self.by_params[key] = Results()
-        return table
+                table_of_results = self.by_params[key] = Results()
+        return table_of_results
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast, runtime_checkable
 
 from policyext.cel import INT64_MAX, CELEvalError, Quantity
+from policyext.policy.rows import NodeRows
 
 Resources = dict[str, Quantity]
 ZERO: Final = Quantity.from_int(0)
@@ -332,17 +333,12 @@ class NodeSource(Protocol):
     @property
     def has_pods(self) -> bool: ...
 
-    @property
-    def static_node_info(self) -> bool:
-        """True when node information never changes (a snapshot): then results that read
-        it need not be keyed by its generation."""
-        ...
-
     def get_node(self, name: str) -> Mapping[str, Any] | None: ...
 
-    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
-        """The cache key (`name@resourceVersion`) of each node, None for a node this source
-        does not hold; a source keeps them ready so that a request does not rebuild them."""
+    def node_rows(self, names: Sequence[str]) -> NodeRows | None:
+        """Where these nodes are in the source's table and which version of each it
+        holds (rows.py), a name it does not hold at slot NOWHERE; None when what is read
+        of its nodes must not be kept (it is not theirs alone, as for preemption's view)."""
         ...
 
     def node_info(self, node: Mapping[str, Any]) -> NodeInfo: ...
@@ -358,12 +354,6 @@ class LiveNodeSource(NodeSource, Protocol):
     def generation(self) -> int:
         """Changes whenever any node or any node's information changes: a reply can be
         reused while it stays the same."""
-        ...
-
-    def node_stamps(self, names: Sequence[str]) -> list[object]:
-        """Per name, an object replaced whenever that node or its information changes
-        (None for a name the source does not hold): each node's part of a reply can be
-        reused while its stamp is the same object."""
         ...
 
     def node_count(self) -> int:

@@ -11,6 +11,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
@@ -20,6 +22,7 @@ from policyext.policy.resources import (
     node_info_of,
     without_pods,
 )
+from policyext.policy.rows import NodeRows
 from policyext.server import wire
 from policyext.server.remembered import Remembered, memo_key
 
@@ -65,22 +68,52 @@ def pod_id(pod: Mapping[str, Any]) -> str:
 
 def _resolve(
     args: wire.ExtenderArgs, source: LiveNodeSource | None
-) -> tuple[list[Mapping[str, Any]], list[str] | None, dict[str, str]]:
-    """The node objects of the request, their names when known without reading the nodes,
-    and the names that could not be resolved."""
+) -> tuple[Sequence[Mapping[str, Any]] | NodeRows, list[str] | None, dict[str, str]]:
+    """The nodes of the request (the rows of the node source's table for the names of a
+    NodeNames request, or for Nodes the source holds in the versions sent; else the Node
+    objects), their names when known without reading the nodes, and the names that could
+    not be resolved."""
     if args.nodes is not None:
-        return list(args.nodes), None, {}
+        same = _held_versions(source, args.nodes)
+        return (same if same is not None else list(args.nodes)), None, {}
     assert source is not None
     requested = args.node_names or []
-    many = getattr(source, "nodes_named", None)  # one C-level map where the source has it
-    nodes = many(requested) if callable(many) else list(map(source.get_node, requested))
-    if None not in nodes:
-        return nodes, requested, {}  # type: ignore[return-value]
-    unknown = {
-        name: UNKNOWN_NODE for name, node in zip(requested, nodes, strict=True) if node is None
-    }
-    known = [(name, node) for name, node in zip(requested, nodes, strict=True) if node is not None]
-    return [node for _, node in known], [name for name, _ in known], unknown
+    rows = source.node_rows(requested)
+    if rows is None:  # a source that keeps nothing: its nodes one by one
+        found = [(name, source.get_node(name)) for name in requested]
+        unknown = {name: UNKNOWN_NODE for name, node in found if node is None}
+        known = [(name, node) for name, node in found if node is not None]
+        return [node for _, node in known], [name for name, _ in known], unknown
+    held = rows.known()
+    if held.all():
+        return rows, rows.names, {}
+    unknown = dict.fromkeys((requested[i] for i in np.flatnonzero(~held).tolist()), UNKNOWN_NODE)
+    rows = rows.only(held)
+    return rows, rows.names, unknown
+
+
+def _held_versions(
+    source: LiveNodeSource | None, nodes: Sequence[Mapping[str, Any]]
+) -> NodeRows | None:
+    """The rows of the node source for the Nodes of a NodeList request when the source
+    holds every one of them in the very version sent (same name and resourceVersion, which
+    the API server gives each content of an object once): the values kept for those
+    versions then answer, as for NodeNames. None when any node is another version."""
+    if source is None or not nodes:
+        return None
+    try:
+        names = [node["metadata"]["name"] for node in nodes]
+        versions = [node["metadata"]["resourceVersion"] for node in nodes]
+    except (KeyError, TypeError):
+        return None
+    rows = source.node_rows(names)
+    if rows is None or not rows.known().all() or len(set(names)) != len(names):
+        return None
+    for i, version in enumerate(versions):
+        held = rows.record(i).node.get("metadata")
+        if not version or not isinstance(held, Mapping) or held.get("resourceVersion") != version:
+            return None
+    return rows
 
 
 def source_problem(
@@ -149,7 +182,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, nodes, unknown
+    return None, key, ev, list(args.nodes) if args.nodes is not None else [], unknown
 
 
 def run_filter(
@@ -249,17 +282,8 @@ class _VictimFreeSource:
     def has_pods(self) -> bool:
         return self.base is not None and self.base.has_pods
 
-    @property
-    def static_node_info(self) -> bool:
-        return False  # the victims change it
-
-    def node_keys(self, nodes: Sequence[Mapping[str, Any]]) -> list[str | None]:
-        return [None] * len(nodes)  # never cached: the victims change the node information
-
-    def node_stamps(self, names: Sequence[str]) -> list[object]:
-        """A new stamp per node and call: no part of an answer is reused."""
-        known = self.base.node_stamps(names) if self.base is not None else [None] * len(names)
-        return [None if stamp is None else object() for stamp in known]
+    def node_rows(self, names: Sequence[str]) -> None:
+        return None  # what the rules read here is not the nodes' alone: never kept
 
     def node_count(self) -> int:
         return self.base.node_count() if self.base is not None else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import policy
-from bench.distinct import Bodies, compare_decisions, measure_distinct
+from bench.distinct import Bodies, Decision, compare_decisions, measure_distinct
 from bench.http_client import measure_server
 from bench.pods import pending_pods
 from bench.targets import (
@@ -75,25 +76,26 @@ def test_the_go_baseline_and_policyext_decide_alike_for_new_pods(
     reference = policy.Reference(workload.nodes, workload.pods)
     bodies = Bodies(workload)
     pods = pending_pods(14)
-    spec = LaunchSpec(
-        port=free_port(),
-        snapshot=write_snapshot(workload, tmp_path / "snapshot.json"),
-        policy=tmp_path / "policy.json",
-        log=tmp_path / "server.log",
-    )
-    spec.policy.write_bytes(encode(policy.scheduling_policy()))
-    results = []
-    for target in (GO_BASELINE, POLICYEXT):
-        decisions = []
-        with target.serve(spec) as base_url:
-            for mode in ("names", "full"):
-                run = measure_distinct(
-                    base_url, workload, reference, bodies, mode, pods[2:], pods[:2]
-                )
-                assert [s.problems for s in run.series] == [[], []], target.name
+    policy_file = tmp_path / "policy.json"
+    policy_file.write_bytes(encode(policy.scheduling_policy()))
+    snapshot = write_snapshot(workload, tmp_path / "snapshot.json")
+    decisions: dict[str, list[Decision]] = {GO_BASELINE.name: [], POLICYEXT.name: []}
+    with contextlib.ExitStack() as stack:
+        # both served at once, each pod sent to each in turn, as `python -m bench` does
+        urls = {
+            target.name: stack.enter_context(
+                target.serve(LaunchSpec(free_port(), snapshot, policy_file, tmp_path / f"{i}.log"))
+            )
+            for i, target in enumerate((GO_BASELINE, POLICYEXT))
+        }
+        for mode in ("names", "full"):
+            runs = measure_distinct(urls, workload, reference, bodies, mode, pods[2:], pods[:2])
+            assert list(runs) == [GO_BASELINE.name, POLICYEXT.name]
+            for name, run in runs.items():
+                assert [s.problems for s in run.series] == [[], []], name
                 assert [s.latency.count for s in run.series] == [12, 12]
-                decisions += run.decisions
-        results.append(decisions)
+                decisions[name] += run.decisions
 
-    assert compare_decisions(results[0], results[1]) == []
-    assert len({d.feasible for d in results[0]}) > 3  # the pods were answered differently
+    go, ours = decisions[GO_BASELINE.name], decisions[POLICYEXT.name]
+    assert compare_decisions(ours, go) == []
+    assert len({d.feasible for d in go}) > 3  # the pods were answered differently

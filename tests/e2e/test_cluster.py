@@ -122,26 +122,25 @@ def test_the_source_lists_the_nodes_and_the_pods_bound_to_them(
     assert source.ready()
 
 
-def test_a_label_change_reaches_the_source_with_a_new_cache_key(
+def test_a_label_change_reaches_the_source_as_a_new_node_version(
     admin: KubeClient, start_source: Callable[[], ClusterSource]
 ) -> None:
     name = _unique("node")
     admin.create_fake_node(fake_node(name))
     source = start_source()
-    before = source.get_node(name)
-    assert before is not None
-    key_before = source.node_keys([before])[0]
+    before = source.node_rows([name])
+    assert before.known().all()
 
     admin.merge_patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": {"lifecycle": "spot"}}})
 
-    after = eventually(
+    eventually(
         lambda: (n := source.get_node(name)) and n["metadata"]["labels"].get("lifecycle") and n
     )
-    key_after = source.node_keys([after])[0]
-    assert key_after == f"{name}@{after['metadata']['resourceVersion']}"
-    assert key_before == f"{name}@{before['metadata']['resourceVersion']}" != key_after
-    # the replaced object is no longer one of the source's: no key, so no stale cache hit
-    assert source.node_keys([before]) == [None]
+    after = source.node_rows([name])
+    # a new version number, so no value kept for the old object is served for the new one
+    assert after.versions.tolist() != before.versions.tolist()
+    assert after.record(0).node["metadata"]["labels"]["lifecycle"] == "spot"
+    assert before.record(0).node["metadata"]["labels"].get("lifecycle") != "spot"
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from kubernetes import client as k8s
 
+from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet, load_policy_texts
 from policyext.policy.engine import evaluate, prepare
@@ -393,14 +395,13 @@ def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
     from tests.policy.helpers import pod as make_pod
 
     policy_set = policies(policy("p", CPU_FITS))
-    source = SnapshotSource(
-        [{"kind": "Node", **node(n, cpu=c)} for n, c in [("a", "1"), ("b", "2"), ("c", "4")]]
-    )
-    nodes = [source.nodes[n] for n in "abc"]
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
+    source.replace("pods", [])
 
     def run(cpu: str) -> Evaluation:
         prepared = prepare(policy_set, make_pod(cpu=cpu), source, NOW)
-        return prepared.evaluate(nodes, names=list("abc"), cache_nodes=True)
+        return prepared.evaluate(source.node_rows(list("abc")))  # type: ignore[arg-type]
 
     first, second = run("1500m"), run("3")
     assert first.feasible_names() == ["b", "c"]
@@ -410,10 +411,7 @@ def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
 
     changed = node("b", cpu="8")
     changed["metadata"]["resourceVersion"] = "2"
-    source.nodes["b"] = changed
-    source._keys[id(changed)] = "b@2"
-    source._info.pop("b")  # what a source does when a node changes
-    nodes[1] = changed
+    source.apply("nodes", "MODIFIED", changed)
     third = run("3")
     assert third.feasible_names() == ["b", "c"]
     assert third.evaluations == 1 + 1  # only the node that changed is read again

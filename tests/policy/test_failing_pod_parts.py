@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from policyext.policy.engine import evaluate
+from policyext.policy.engine import Evaluation, evaluate
 from tests.policy.helpers import NOW, node, pod, policies, policy
 from tests.policy.test_engine import snapshot_of
 
@@ -69,8 +69,21 @@ def test_pods_whose_part_fails_alike_share_the_per_node_results() -> None:
     policy_set = policies(zone_rule(GUARDED))
     source = snapshot_of(NODES)
     nodes = list(source.nodes.values())
-    first = evaluate(policy_set, with_zone(None, "one"), nodes, source, NOW, cache_nodes=True)
-    second = evaluate(policy_set, with_zone(None, "two"), nodes, source, NOW, cache_nodes=True)
+
+    def node_by_node(name: str) -> Evaluation:
+        the_pod = with_zone(None, name)
+        return evaluate(policy_set, the_pod, nodes, source, NOW, cache_nodes=True, columns=False)
+
+    first, second = node_by_node("one"), node_by_node("two")
     assert first.evaluations >= len(NODES)
     assert second.evaluations < len(NODES), "the nodes' results came from the cache"
     assert second.feasible_names() == first.feasible_names()
+
+
+def test_a_guard_that_decides_for_every_node_reads_no_node_over_columns() -> None:
+    policy_set = policies(zone_rule(GUARDED))
+    source = snapshot_of(NODES)
+    nodes = list(source.nodes.values())
+    ev = evaluate(policy_set, with_zone(None), nodes, source, NOW, cache_nodes=True)
+    assert ev.feasible_names() == ["a", "b", "c"]
+    assert ev.evaluations == 2  # the pod-side parts: the guard, and the part it guards

@@ -15,7 +15,8 @@ from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
 
 NUMBERS = ", ".join(str(i) for i in range(200))
-# 40,000 steps per node: about 0.1 s a node, far beyond the client's patience below
+# 40,000 steps per node: about 0.1 s a node, far beyond the client's patience below; it
+# reads `now`, so that no result is kept for the next request (each one is slow)
 SLOW = f"""\
 apiVersion: policyext.io/v1alpha1
 kind: SchedulingPolicy
@@ -24,7 +25,7 @@ metadata:
 spec:
   filters:
     - name: slow
-      expression: "[{NUMBERS}].all(i, [{NUMBERS}].all(j, node.metadata.name.size() + i + j >= 0))"
+      expression: "[{NUMBERS}].all(i, [{NUMBERS}].all(j, node.metadata.name.size() + i + j + now.getSeconds() * 0 >= 0))"
 """
 CLIENT_TIMEOUT = 0.05
 

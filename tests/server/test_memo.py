@@ -42,23 +42,17 @@ NAMES = ["a", "b", "c", "gone"]
 CRITICAL = pod("web-1", labels={"critical": "true"}, cpu="2")
 
 
-class MovingSource(SnapshotSource):
-    """A snapshot whose nodes can change, telling so through its generation."""
+class MovingSource(ClusterSource):
+    """The live cluster's source fed by hand: its nodes can change, and it tells so
+    through its generation and its nodes' versions."""
 
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
-        super().__init__([{**n, "kind": "Node"} for n in nodes])
-        self.moved = 0
+        super().__init__(k8s.ApiClient())
+        super().replace("nodes", copy.deepcopy(nodes))
+        super().replace("pods", [])
 
-    @property
-    def generation(self) -> int:
-        return self.moved
-
-    def replace(self, new: dict[str, Any]) -> None:
-        name = new["metadata"]["name"]
-        self.nodes[name] = new
-        self._keys[id(new)] = f"{name}@{new['metadata']['resourceVersion']}"
-        self._info.pop(name, None)
-        self.moved += 1
+    def replace(self, new: dict[str, Any]) -> None:  # type: ignore[override]
+        self.apply("nodes", "MODIFIED", new)
 
 
 def _filter(

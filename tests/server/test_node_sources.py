@@ -51,13 +51,12 @@ def test_every_source_the_server_is_given_is_a_whole_live_node_source(name: str,
 def test_a_source_with_only_the_engines_contract_is_refused_when_the_app_is_made() -> None:
     class EngineOnly:
         has_pods = True
-        static_node_info = True
 
         def get_node(self, name: str) -> None:
             return None
 
-        def node_keys(self, nodes: Any) -> list[None]:
-            return [None] * len(nodes)
+        def node_rows(self, names: Any) -> None:
+            return None
 
         def node_info(self, node: Any) -> Any:
             raise AssertionError("not called")
@@ -66,19 +65,17 @@ def test_a_source_with_only_the_engines_contract_is_refused_when_the_app_is_made
         create_app(PolicyStore(), EngineOnly())  # type: ignore[arg-type]
 
 
-def test_preemptions_view_never_shares_a_generation_or_a_stamp_with_its_source() -> None:
+def test_preemptions_view_never_shares_a_generation_or_kept_values_with_its_source() -> None:
     """Its node information differs from the source's (the victims are gone), so nothing
-    remembered under the source's generation or stamps may be served for it."""
+    remembered under the source's generation or node versions may be served for it."""
     base = _cluster()
     victim = pod("victim", cpu="1")
     victim["metadata"]["uid"] = "uid-victim"
     view = _VictimFreeSource(base, {"a": [victim]})
     again = _VictimFreeSource(base, {"a": [victim]})
     assert len({base.generation, view.generation, again.generation}) == 3
-    stamps = view.node_stamps(["a", "b", "nowhere"])
-    assert stamps[2] is None
-    assert not set(map(id, stamps[:2])) & set(map(id, base.node_stamps(["a", "b"])))
-    assert view.node_stamps(["a"])[0] is not stamps[0]
+    assert view.node_rows(["a", "b"]) is None  # no table: nothing is kept for its nodes
+    assert base.node_rows(["a", "b"]) is not None
 
 
 def test_the_cluster_source_is_fed_through_its_public_seam() -> None:
@@ -90,9 +87,12 @@ def test_the_cluster_source_is_fed_through_its_public_seam() -> None:
     bound = pod("db-0", cpu="1")
     bound["metadata"]["uid"] = "uid-db-0"
     bound["spec"]["nodeName"] = "a"
-    before = source.node_stamps(["a"])[0]
+    before = source.node_rows(["a"])
     source.apply("pods", "ADDED", copy.deepcopy(bound))
-    assert source.node_stamps(["a"])[0] is not before
+    after = source.node_rows(["a"])
+    # the Node object is the same version; its node information is a new one
+    assert after.versions.tolist() == before.versions.tolist()
+    assert after.info_versions.tolist() != before.info_versions.tolist()
     assert source.pod_by_uid("uid-db-0") is not None
     source.apply("nodes", "DELETED", node("a"))
     source.apply("pods", "DELETED", bound)

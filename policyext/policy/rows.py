@@ -1,0 +1,242 @@
+"""Where the nodes a request names are in a node source, and which version of each.
+
+A NodeNames request names hundreds or thousands of nodes, and kube-scheduler sends one for
+every pod. What the rules read of a node is kept per node version (columns.py, plan.py),
+so a request must learn, for each name, where its values are kept and whether they are
+still those of the node's current version. Done name by name in Python (node object, then
+`name@resourceVersion`, then its position), that bookkeeping cost more than evaluating the
+rules. Here a node source keeps a table: each node name has a slot (a position in arrays
+the engine keeps its values in), and each slot the version numbers of what it holds now.
+A request then costs one dictionary lookup per name, in C, and array indexing.
+
+Two version numbers per slot: `versions` changes when the Node object changes (what a
+subexpression reading only `node` depends on), `info_versions` when the node or its node
+information does (pods bound or gone). A source hands out each number once, for any slot,
+so a value kept for a number is that version's whatever slot it was kept in: slots can be
+reused and a reader racing a writer can at worst miss a kept value, never use a stale one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from policyext.policy.resources import NodeInfo
+
+Json = Mapping[str, Any]
+Versions = npt.NDArray[np.int64]
+Slots = npt.NDArray[np.intp]
+# a slot that holds nothing (a name the source does not know)
+NOWHERE: Final = -1
+# dead slots (of removed nodes) a table keeps before it starts over
+DEAD_SLOTS: Final = 1024
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeRecord:
+    """One version of a node as its source holds it. `info`: its node information when
+    the source keeps it with the node (None: the source computes it on demand)."""
+
+    node: Json
+    info: NodeInfo | None
+    version: int
+    info_version: int
+
+
+class NodeRows:
+    """The nodes of one request as rows of a source's table: their slots, the versions
+    the source held when the request looked, and each node's record on demand."""
+
+    __slots__ = (
+        "_records",
+        "info_versions",
+        "names",
+        "nodes",
+        "size",
+        "slots",
+        "table",
+        "versions",
+    )
+
+    def __init__(
+        self,
+        table: object,
+        size: int,
+        names: list[str],
+        slots: Slots,
+        versions: Versions,
+        info_versions: Versions,
+        records: npt.NDArray[np.object_],
+    ) -> None:
+        self.table = table  # whose slots these are
+        self.size = size  # slots in the table: arrays indexed by slot need this many rows
+        self.names = names
+        self.slots = slots
+        self.versions = versions
+        self.info_versions = info_versions
+        self._records = records  # by position: what the source held when the request looked
+        self.nodes = _Nodes(records)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def record(self, i: int) -> NodeRecord:
+        """The record of the request's node i, as the source holds it now (the same
+        version as `versions[i]`, or a later one)."""
+        found: NodeRecord | None = self._records[i]
+        assert found is not None, "a row the source does not hold"
+        return found
+
+    def known(self) -> npt.NDArray[np.bool_]:
+        known: npt.NDArray[np.bool_] = self.slots != NOWHERE
+        return known
+
+    def only(self, keep: npt.NDArray[np.bool_]) -> NodeRows:
+        """These rows without the others (the names the source does not hold)."""
+        at = np.flatnonzero(keep)
+        names = self.names
+        return NodeRows(
+            self.table,
+            self.size,
+            [names[i] for i in at.tolist()],
+            self.slots[at],
+            self.versions[at],
+            self.info_versions[at],
+            self._records[at],
+        )
+
+
+class _Nodes(Sequence[Json]):
+    """The rows' Node objects, for the few the engine reads (most requests evaluate no
+    node at all: their values are kept)."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: npt.NDArray[np.object_]) -> None:
+        self._records = records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, i: int) -> Json:  # type: ignore[override]
+        record: NodeRecord = self._records[i]
+        return record.node
+
+
+class _Epoch:
+    """A table's slots and arrays. Writers change the arrays in place or replace them
+    (growing); readers take the epoch once, so that its names, slots and arrays agree."""
+
+    __slots__ = ("__weakref__", "info_versions", "records", "slot_of", "used", "versions")
+
+    def __init__(self, capacity: int) -> None:
+        self.slot_of: dict[str, int] = {}
+        self.used = 0  # slots handed out
+        self.records: npt.NDArray[np.object_] = np.full(capacity, None, object)
+        self.versions: Versions = np.full(capacity, NOWHERE, np.int64)
+        self.info_versions: Versions = np.full(capacity, NOWHERE, np.int64)
+
+    def place(self, slot: int, record: NodeRecord) -> None:
+        # the record first: a reader that sees the new numbers finds its record
+        self.records[slot] = record
+        self.versions[slot] = record.version
+        self.info_versions[slot] = record.info_version
+
+    def grow(self, size: int) -> None:
+        # new arrays, the old ones left as they are for the readers that hold them
+        used = self.used
+        records = np.full(size, None, object)
+        versions = np.full(size, NOWHERE, np.int64)
+        info_versions = np.full(size, NOWHERE, np.int64)
+        records[:used] = self.records[:used]
+        versions[:used] = self.versions[:used]
+        info_versions[:used] = self.info_versions[:used]
+        self.records, self.versions, self.info_versions = records, versions, info_versions
+
+
+class NodeTable:
+    """A node source's table: a slot per node name, the record each slot holds, and the
+    version numbers of those records in arrays. Writers (the source's, one at a time)
+    call `put` and `remove`; readers call `rows` without a lock.
+
+    A slot is never given to another name while readers may hold it: a removed name's slot
+    stays dead until there are many dead slots, and then the table starts a new epoch (new
+    slots and arrays; what was kept per slot of the old one is dropped by its keepers)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._epoch = _Epoch(16)
+
+    def put(self, name: str, record: NodeRecord) -> None:
+        """`name` is now this record (a new node, or a new version of one)."""
+        with self._lock:
+            epoch = self._epoch
+            slot = epoch.slot_of.get(name)
+            if slot is None:
+                live = len(epoch.slot_of)
+                if epoch.used - live > max(DEAD_SLOTS, live):
+                    epoch = self._compact(epoch)
+                slot = epoch.used
+                if slot >= len(epoch.versions):
+                    epoch.grow(2 * slot)
+                epoch.used += 1
+                epoch.place(slot, record)
+                epoch.slot_of[name] = slot  # last: a reader finding the slot finds it placed
+            else:
+                epoch.place(slot, record)
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            epoch = self._epoch
+            slot = epoch.slot_of.pop(name, None)
+            if slot is not None:
+                epoch.versions[slot] = NOWHERE  # the record stays for readers holding it
+                epoch.info_versions[slot] = NOWHERE
+
+    def _compact(self, old: _Epoch) -> _Epoch:
+        live = [(name, old.records[slot]) for name, slot in old.slot_of.items()]
+        epoch = _Epoch(max(16, 2 * len(live)))
+        for slot, (name, record) in enumerate(live):
+            epoch.place(slot, record)
+            epoch.slot_of[name] = slot
+        epoch.used = len(live)
+        self._epoch = epoch
+        return epoch
+
+    def rows(self, names: Sequence[str]) -> NodeRows:
+        """The rows of these names; a name the source does not hold has slot NOWHERE."""
+        names = names if isinstance(names, list) else list(names)
+        epoch = self._epoch
+        versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
+        get = epoch.slot_of.get
+        try:  # every name known (the usual case): one C call looks them all up
+            found = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
+        except KeyError:
+            found = None
+        if found is None:
+            found = list(map(get, names, repeat(NOWHERE)))
+        slots = np.fromiter(found, np.intp, len(names))
+        size = len(versions)
+        # a slot past the arrays this reader holds was added meanwhile: not held yet
+        inside = (slots >= 0) & (slots < size)
+        if inside.all():
+            held_versions = versions[slots]
+            held_info, held_records = info_versions[slots], records[slots]
+        else:
+            at = np.where(inside, slots, 0)
+            held_versions = np.where(inside, versions[at], NOWHERE)
+            held_info = np.where(inside, info_versions[at], NOWHERE)
+            held_records = records[at]
+            held_records[~inside] = None
+        gone = held_versions == NOWHERE  # never held, or removed meanwhile
+        if gone.any():
+            slots = np.where(gone, NOWHERE, slots)
+        return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records)
