@@ -3,7 +3,9 @@
 A full NodeList request is ~2.7 MB for 500 nodes, most of it images, addresses and
 annotations no policy reads. This decoder takes the request as kube-scheduler sends it
 (exact key names), keeps each node's original bytes (a feasible node goes back verbatim),
-and decodes of each node only the fields the policy set reads (`PolicySet.node_fields`).
+reads each node's name and resourceVersion, and decodes of a node only the fields the
+policy set reads (`PolicySet.node_fields`), and only when it is read: a request whose Nodes
+the node source holds in the versions sent decodes none (server/verbs.py).
 Anything unusual (keys in another case, a shape error) returns None: the caller then
 uses the general decoder of wire.py, which accepts every form Go accepts and explains
 every error.
@@ -12,9 +14,9 @@ every error.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import msgspec
 
@@ -110,15 +112,77 @@ def _decode(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderA
         if args.NodeNames is not None and not unique(args.NodeNames):
             return None  # the general decoder says which name
         return ExtenderArgs(args.Pod, None, args.NodeNames)
-    decoder = _node_decoder(fields)
-    nodes: list[dict[str, Any]] = []
     raws: list[bytes] = []
+    names: list[str] = []
+    versions: list[str] = []
     for raw in args.Nodes.items:
         data = bytes(raw)
-        node = _WHOLE_NODE.decode(data) if decoder is None else _to_dict(decoder.decode(data))
-        name = node["metadata"]["name"]
+        meta = _IDENTITY.decode(data).metadata
+        name = meta.name
         if not isinstance(name, str) or not name:
             return None
-        nodes.append(node)
+        version = meta.resourceVersion
         raws.append(data)
-    return ExtenderArgs(args.Pod, nodes, args.NodeNames, raws)
+        names.append(name)
+        versions.append(version if isinstance(version, str) else "")
+    nodes = LazyNodes(raws, _node_decoder(fields))
+    return ExtenderArgs(args.Pod, nodes, args.NodeNames, raws, names, versions)
+
+
+class _Metadata(msgspec.Struct, frozen=True):
+    name: Any = None
+    resourceVersion: Any = ""  # noqa: N815 - the wire name
+
+
+class _Identity(msgspec.Struct):
+    metadata: _Metadata
+
+
+_IDENTITY: Final = msgspec.json.Decoder(_Identity)
+
+
+class LazyNodes(Sequence[dict[str, Any]]):
+    """The Nodes of a large NodeList request, each decoded (the fields the policies read)
+    when first read: a request whose Nodes the node source holds in the versions sent is
+    answered from the source's (server/verbs.py) and decodes none of them."""
+
+    def __init__(self, raws: list[bytes], decoder: Any) -> None:
+        self._raws = raws
+        self._decoder = decoder
+        self._decoded: list[dict[str, Any] | None] = [None] * len(raws)
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    def decoded(self) -> int:
+        """How many of the Nodes have been decoded so far."""
+        return len(self._decoded) - self._decoded.count(None)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        node = self._decoded[i]
+        if node is None:
+            node = self._decoded[i] = self._decode(self._raws[i])
+        return node
+
+    def _decode(self, data: bytes) -> dict[str, Any]:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self._decoder is not None:
+                try:
+                    return _to_dict(self._decoder.decode(data))
+                except msgspec.ValidationError:
+                    pass  # a field of another shape than a Node's: the node as it is
+            node: dict[str, Any] = _WHOLE_NODE.decode(data)
+            return node
+        finally:
+            if enabled:
+                gc.enable()

@@ -74,7 +74,7 @@ def _resolve(
     objects), their names when known without reading the nodes, and the names that could
     not be resolved."""
     if args.nodes is not None:
-        same = _held_versions(source, args.nodes)
+        same = _held_versions(source, args)
         return (same if same is not None else list(args.nodes)), None, {}
     assert source is not None
     requested = args.node_names or []
@@ -92,20 +92,22 @@ def _resolve(
     return rows, rows.names, unknown
 
 
-def _held_versions(
-    source: LiveNodeSource | None, nodes: Sequence[Mapping[str, Any]]
-) -> NodeRows | None:
+def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> NodeRows | None:
     """The rows of the node source for the Nodes of a NodeList request when the source
     holds every one of them in the very version sent (same name and resourceVersion, which
     the API server gives each content of an object once): the values kept for those
     versions then answer, as for NodeNames. None when any node is another version."""
+    nodes = args.nodes
     if source is None or not nodes:
         return None
-    try:
-        names = [node["metadata"]["name"] for node in nodes]
-        versions = [node["metadata"]["resourceVersion"] for node in nodes]
-    except (KeyError, TypeError):
-        return None
+    if args.item_names is not None and args.item_versions is not None:
+        names, versions = args.item_names, args.item_versions  # read without the Nodes
+    else:
+        try:
+            names = [node["metadata"]["name"] for node in nodes]
+            versions = [node["metadata"].get("resourceVersion", "") for node in nodes]
+        except (KeyError, TypeError, AttributeError):
+            return None
     rows = source.node_rows(names)
     if rows is None or not rows.known().all() or len(set(names)) != len(names):
         return None
@@ -164,7 +166,9 @@ def _answer(
     now: Timestamp,
     memo: Memo | None,
     deadline: float | None,
-) -> tuple[VerbResult | None, Hashable | None, Evaluation, list[Mapping[str, Any]], dict[str, str]]:
+) -> tuple[
+    VerbResult | None, Hashable | None, Evaluation, Sequence[Mapping[str, Any]], dict[str, str]
+]:
     """A filter or prioritize call up to the engine's answer: the remembered reply (and
     nothing else), or the memo key, the evaluation, the node objects and the names that
     could not be resolved."""
@@ -182,7 +186,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, list(args.nodes) if args.nodes is not None else [], unknown
+    return None, key, ev, args.nodes if args.nodes is not None else [], unknown
 
 
 def run_filter(

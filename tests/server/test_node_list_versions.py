@@ -82,3 +82,57 @@ def test_a_node_list_is_answered_from_kept_values_only_when_every_version_is_the
     assert second.evaluation is not None
     # the pod's request once, and each node's two values unless they were kept
     assert second.evaluation.evaluations == (1 if kept else 1 + 2 * len(sent))
+
+
+# -- a large NodeList, read by the fast decoder: its Nodes are decoded only when read
+
+
+def _padded(n: dict[str, Any]) -> dict[str, Any]:
+    """A Node as large as real ones are (images and the like), so that a request of a few
+    of them takes the fast decoder's path."""
+    padded = copy.deepcopy(n)
+    padded["status"]["images"] = [{"names": [f"registry/image-{i}" * 20]} for i in range(400)]
+    return padded
+
+
+def _odd_shape() -> dict[str, Any]:
+    odd = _padded(node("odd", {"lifecycle": "on-demand"}))
+    odd["status"]["conditions"] = {"not": "a list"}
+    del odd["metadata"]["resourceVersion"]
+    return odd
+
+
+LARGE_CASES = [
+    ("the versions the source holds", [_padded(n) for n in HELD], ["a", "b"], True),
+    ("one newer version (spot)", [_padded(HELD[0]), _padded(_newer_b())], ["a"], False),
+    ("a node of an odd shape", [_padded(HELD[0]), _odd_shape()], ["a", "odd"], False),
+]
+
+
+@pytest.mark.parametrize(
+    ("sent", "feasible", "kept"), [c[1:] for c in LARGE_CASES], ids=[c[0] for c in LARGE_CASES]
+)
+def test_a_large_node_list_answers_as_the_general_decoder_does(
+    sent: list[dict[str, Any]], feasible: list[str], kept: bool
+) -> None:
+    from policyext.server.fastwire import LARGE_BODY, LazyNodes, decode_fast
+
+    policy_set, source = policies(POLICY), _source()
+    body = orjson.dumps(
+        {"Pod": pod(cpu="2"), "Nodes": {"metadata": {}, "items": sent}, "NodeNames": None}
+    )
+    assert len(body) > LARGE_BODY
+    fast = decode_fast(body, policy_set.node_fields)
+    assert fast is not None, "the fast decoder read it"
+    general = wire.parse_extender_args(wire.decode(body))
+
+    by_fast = verbs.run_filter(policy_set, source, fast, NOW)
+    by_general = verbs.run_filter(policy_set, source, general, NOW)
+    assert by_fast.body == by_general.body
+    reply = orjson.loads(by_fast.body)
+    assert [n["metadata"]["name"] for n in reply["Nodes"]["items"]] == feasible
+    assert by_fast.evaluation is not None and by_general.evaluation is not None
+    # held: the values kept for the source's versions answer, and no Node is decoded
+    assert (by_general.evaluation.evaluations == 1) is kept
+    assert isinstance(fast.nodes, LazyNodes)
+    assert fast.nodes.decoded() == (0 if kept else len(sent))
