@@ -215,6 +215,8 @@ def create_app(
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     # for what answers outside the application (the HTTP server's refusals, wsgi.py)
     app.extensions["policyext.metrics"] = metrics
+    # the worker's direct lane for plain filter and prioritize calls (server/direct.py)
+    app.extensions["policyext.direct"] = hot.direct
     return app
 
 

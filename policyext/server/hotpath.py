@@ -7,6 +7,8 @@ it too); `HotVerbs.wsgi` takes a plain request to one of them (POST, `Content-Ty
 application/json`, a Content-Length within the limit) straight to it, and gives everything
 else to Flask untouched, including any request whose body turns out to be malformed: the
 answers, their headers, the metrics and the decision log are the same either way.
+`HotVerbs.direct` is the same answer for the worker's direct lane (server/direct.py),
+which reads a plain call to one of them without gunicorn's parser and WSGI.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from policyext.server.metrics import Metrics
 from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
+OK_LABEL: Final = str(OK)
+OK_LINE: Final = status_line(OK)
 decision_log = logging.getLogger("policyext.decisions")
 log = logging.getLogger("policyext.server")
 
@@ -102,11 +106,41 @@ class HotVerbs:
             self.audits.offer(args.pod, result.evaluation)
         return result.body
 
+    def reply(self, verb: str, path: str, data: bytes) -> tuple[int, bytes]:
+        """The status and JSON body of a hot call, counted in the metrics; the 500 of an
+        unexpected error is logged here. WireError for a body that is not the protocol's:
+        what is wrong with it, and how that is answered and counted, is Flask's to say."""
+        try:
+            body = self.answer(verb, data)
+        except wire.WireError:
+            raise
+        except Exception as e:
+            log.exception("unexpected error answering %s %s", "POST", path)
+            status = status_of(e)
+            self.metrics.count(verb, str(status))
+            return status, error_body(status, INTERNAL_ERROR)
+        self.metrics.count(verb, OK_LABEL)
+        return OK, body
+
+    def direct(self, path: str, data: bytes) -> tuple[str, bytes] | None:
+        """The worker's direct lane (server/direct.py): the status line and JSON reply to a
+        POST of `data` as application/json to `path`, or None when the request is for
+        Flask to answer (another path, a body over the limit or not the protocol's)."""
+        verb = self.paths.get(path)
+        if verb is None or len(data) > self.max_body:
+            return None
+        try:
+            status, body = self.reply(verb, path, data)
+        except wire.WireError:
+            return None
+        return OK_LINE if status == OK else status_line(status), body
+
     def wsgi(self, flask_app: WSGIApplication) -> WSGIApplication:
         """A WSGI application: the hot verbs here, everything else to `flask_app`."""
 
         def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-            verb = self.paths.get(environ.get("PATH_INFO", ""))
+            path = environ.get("PATH_INFO", "")
+            verb = self.paths.get(path)
             if (
                 verb is None
                 or environ.get("REQUEST_METHOD") != "POST"
@@ -124,20 +158,11 @@ class HotVerbs:
             try:
                 if len(data) != int(length):
                     raise wire.WireError("short body")  # a disconnect: Flask says 400
-                body = self.answer(verb, data)
+                status, body = self.reply(verb, path, data)
             except wire.WireError:
-                # what is wrong, and how it is answered and counted, is Flask's to say
                 environ["wsgi.input"] = io.BytesIO(data)
                 return flask_app(environ, start_response)
-            except Exception as e:
-                log.exception("unexpected error answering %s %s", "POST", environ["PATH_INFO"])
-                status = status_of(e)
-                error = error_body(status, INTERNAL_ERROR)
-                self.metrics.count(verb, str(status))
-                start_response(status_line(status), _headers(error))
-                return [error]
-            self.metrics.count(verb, str(OK))
-            start_response(status_line(OK), _headers(body))
+            start_response(status_line(status), _headers(body))
             return [body]
 
         return app

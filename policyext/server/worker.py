@@ -19,6 +19,18 @@ waits a moment for the next one on the same connection and answers it directly w
 arrives complete (kube-scheduler sends filter, prioritize and the next pod back to back),
 as long as no other connection waits for a thread; and a request that arrives in one
 piece is handed on from the read that completed it.
+
+The direct lane: since the thread gets the request's bytes whole, a plain filter or
+prioritize call (`server/direct.py` says which) is answered without gunicorn's parser,
+WSGI environ and Response: its body goes to the application's lane entry
+(`app.extensions["policyext.direct"]`, `HotVerbs.direct`) and the response, written as
+gunicorn writes that reply, goes out with one send; what was read after it stays for the
+next request. The lane is taken only where gunicorn would keep the connection alive and
+call nothing but the application: not when the worker is stopping or at its last request
+before a restart (max_requests, counted in `self.nr` either way), nor with an access log,
+request hooks, the PROXY protocol or HTTP/2 configured. Everything else goes gunicorn's
+way unchanged. The lane runs in the threads like gunicorn's handling: the event loop
+keeps notifying the arbiter each turn (at least every second, whatever the threads do).
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import select
 import selectors
 import socket
@@ -33,13 +46,14 @@ import ssl
 import threading
 import time
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 from gunicorn import http
 from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
+from policyext.server.direct import HeadLimits, Lane, plain_post, response
 from policyext.server.framing import Complete, Framer, Refusal
 from policyext.server.metrics import count_refused
 
@@ -96,6 +110,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._lane: Lane | None = None  # set once the application is loaded
         self._queued = 0  # connections submitted to the pool, not yet picked up
         self._queued_lock = threading.Lock()
         self._reading: dict[Any, _Reading] = {}  # TConn -> its request so far
@@ -106,6 +121,35 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             65536,
             cfg.limit_request_line + cfg.limit_request_fields * (cfg.limit_request_field_size + 2),
         )
+        self._limits = HeadLimits.of(
+            cfg.limit_request_line,
+            cfg.limit_request_fields,
+            cfg.limit_request_field_size,
+            cfg.secure_scheme_headers,
+        )
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self._lane = self._direct_lane()
+
+    def _direct_lane(self) -> Lane | None:
+        """The application's lane entry, when nothing in gunicorn's configuration would
+        make it answer a plain call otherwise: no access log or request hooks to call, no
+        PROXY protocol or SCRIPT_NAME to apply, HTTP/1.1 only, keep-alive on."""
+        lane = getattr(self.wsgi, "extensions", {}).get("policyext.direct")
+        cfg = self.cfg
+        if (
+            not callable(lane)
+            or _access_log_enabled(self.log, cfg)
+            or cfg.settings["pre_request"].value is not cfg.settings["pre_request"].default
+            or cfg.settings["post_request"].value is not cfg.settings["post_request"].default
+            or cfg.proxy_protocol not in ("off", False, None)
+            or "h2" in cfg.http_protocols
+            or not cfg.keepalive
+            or os.environ.get("SCRIPT_NAME")
+        ):
+            return None
+        return cast(Lane, lane)
 
     # -- the event loop (main thread)
 
@@ -220,10 +264,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def _dispatch(self, conn: Any, reading: _Reading, done: Complete) -> None:
         del self._reading[conn]
         self.poller.unregister(conn.sock)
-        if conn.parser is None:
-            conn.initialized = True
-            conn.parser = _parser(self.cfg, conn.sock, conn.client)
-        conn.parser.unreader.unread(bytes(reading.buffer))
+        conn.initialized = True  # (gunicorn's TConn.init: the loop has done its part)
+        conn.request = bytes(reading.buffer)
+        conn.malformed = done.malformed
         conn.continued = reading.continued
         if done.malformed:
             # gunicorn refuses what it reads; it must not wait for bytes that never come
@@ -284,8 +327,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             super().finish_request(conn, fs)
             return
         try:
-            leftover = getattr(conn, "carry", b"") + conn.parser.unreader.take_buffered()
-            conn.carry = b""
+            leftover = _read_ahead(conn)
             conn.sock.setblocking(False)
             reading = self._start_reading(conn, leftover)
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
@@ -306,12 +348,60 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def handle(self, conn: Any) -> Any:
         with self._queued_lock:
             self._queued -= 1
-        result = super().handle(conn)
+        result = self._serve(conn)
         served = 1
         while result is True and served < MAX_IN_A_ROW and self._next_request_here(conn):
-            result = super().handle(conn)
+            result = self._serve(conn)
             served += 1
         return result
+
+    def _serve(self, conn: Any) -> Any:
+        """Answer the connection's request: in the direct lane when it is a plain call,
+        else gunicorn's way. True to keep the connection, as gunicorn's handle says."""
+        data = getattr(conn, "request", b"")
+        conn.request = b""
+        if data and not getattr(conn, "malformed", False):
+            answered = self._answer_directly(conn, data)
+            if answered is not None:
+                return answered
+        if data:
+            if conn.parser is None:
+                conn.parser = _parser(self.cfg, conn.sock, conn.client)
+            conn.parser.unreader.unread(data)
+        return super().handle(conn)
+
+    def _answer_directly(self, conn: Any, data: bytes) -> bool | None:
+        """Answer a plain filter or prioritize call (server/direct.py) with one send; None
+        when gunicorn must answer it: not a plain call, or gunicorn would close the
+        connection after it (the worker stopping, its last request before a restart)."""
+        if (
+            self._lane is None
+            or not data.startswith(b"POST ")
+            or not self.alive
+            or self.nr + 1 >= self.max_requests
+            or len(self.keepalived_conns) >= self.max_keepalived
+        ):
+            return None
+        call = plain_post(data, self._limits)
+        if call is None:
+            return None
+        try:
+            answer = self._lane(call.path, data[call.body_start : call.end])
+        except Exception:  # the application answers its own errors: this is a bug here
+            log.exception("unexpected error answering POST %s in the direct lane", call.path)
+            return False
+        if answer is None:
+            return None  # for the application to answer (a 400, another path)
+        self.nr += 1
+        conn.carry = data[call.end :]  # a pipelined request, for the next turn
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("POST %s answered in the direct lane", call.path)
+        try:
+            conn.sock.sendall(response(*answer))
+        except (OSError, ssl.SSLError) as e:  # the client is gone: as gunicorn, quietly
+            log.debug("the reply to POST %s could not be sent: %s", call.path, e)
+            return False
+        return True
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         if getattr(conn, "continued", False):
@@ -323,9 +413,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         """Whether the connection's next request is here, complete, within the linger
         time, while nothing else needs this thread. What was read of a request that is
         not complete goes back to the event loop with the connection."""
-        if not self.alive or self._queued or conn.parser is None or conn.is_http2:
+        if not self.alive or self._queued or conn.is_http2:
             return False
-        data = conn.parser.unreader.take_buffered()
+        data = _read_ahead(conn)
         sock = conn.sock
         pending = getattr(sock, "pending", None)
         if not data and not (pending is not None and pending()) and not _ready(sock):
@@ -353,8 +443,29 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if done is None or done.malformed or not self.alive:
             conn.carry = data
             return False
-        conn.parser.unreader.unread(data)
+        conn.request = data
+        conn.malformed = False
         return True
+
+
+def _access_log_enabled(logger: Any, cfg: Any) -> bool:
+    """Whether gunicorn writes an access log line per request (asked of its logger where
+    it can say, else judged from the settings as it does)."""
+    enabled = getattr(logger, "access_log_enabled", None)
+    if enabled is not None:
+        return bool(enabled)
+    settings = ("accesslog", "logconfig", "logconfig_dict", "logconfig_json", "syslog")
+    return any(getattr(cfg, name, None) for name in settings)
+
+
+def _read_ahead(conn: Any) -> bytes:
+    """The bytes read from the connection beyond the requests answered, taken: left by the
+    direct lane or a thread (`carry`), or read ahead by gunicorn's parser."""
+    data: bytes = getattr(conn, "carry", b"")
+    conn.carry = b""
+    if conn.parser is not None:
+        data += conn.parser.unreader.take_buffered()
+    return data
 
 
 def _ready(sock: Any) -> bool:

@@ -77,7 +77,14 @@ def extender(
     rules = tmp_path_factory.mktemp("scenario-rules")
     for name, text in POLICIES.items():
         (rules / name).write_text(text)
-    server = Extender(control_plane, policyext_kubeconfig, [rules], name="policyext-scenarios")
+    # its debug log says which calls the direct lane answered (server/direct.py)
+    server = Extender(
+        control_plane,
+        policyext_kubeconfig,
+        [rules],
+        name="policyext-scenarios",
+        args=("--log-level", "debug"),
+    )
     server.start()
     try:
         control_plane.start_scheduler(scheduler_config(server.url, SCHEDULER), name=SCHEDULER)
@@ -144,6 +151,23 @@ def test_a_pod_lands_only_where_the_policies_allow_and_on_our_best_scored_node(
     placed = {_bound_node(admin, namespace, name) for name in names}
 
     assert placed == {f"{lands_on}-{suffix}"}
+
+
+def test_the_schedulers_filter_and_prioritize_calls_take_the_direct_lane(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    """kube-scheduler's client sends plain calls: the worker answers them without gunicorn's
+    request handling (server/direct.py), which is what makes them cheap."""
+    suffix = uuid.uuid4().hex[:6]
+    for name in ("a", "b"):
+        admin.create_fake_node(fake_node(f"{name}-{suffix}"))
+    name = _unique("pod")
+    _create(admin, namespace, pod(name, scheduler_name=SCHEDULER))
+    _bound_node(admin, namespace, name)
+
+    log = extender.component.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "POST /filter answered in the direct lane" in log
+    assert "POST /prioritize answered in the direct lane" in log
 
 
 def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(

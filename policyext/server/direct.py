@@ -1,0 +1,150 @@
+"""The direct lane: a plain filter or prioritize call read and answered from memory.
+
+kube-scheduler calls filter and prioritize on its serial path, and for a call the reply
+memo answers, gunicorn's per-request machinery (its parser reading again the bytes the
+worker's event loop has framed, the WSGI environ, its Response object) costs more CPU than
+the answer. The worker (server/worker.py) gives every complete request to `plain_post`
+first: a request that is plainly a POST of JSON to one path, with nothing that gunicorn
+would refuse or treat specially, is answered by the application's lane entry
+(`HotVerbs.direct`) and `response` writes it as gunicorn writes that reply. Anything else
+goes the usual way; when in doubt, it goes the usual way.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from gunicorn import SERVER
+from gunicorn.util import http_date
+
+# the application's lane entry: (path, body) -> (status line, JSON reply), or None when
+# the application answers the request itself (another path, a body not the protocol's)
+Lane = Callable[[str, bytes], tuple[str, bytes] | None]
+
+# a header name gunicorn maps as is: an RFC 9110 token without "_" (gunicorn drops or
+# refuses those, and maps some of them onto the environ)
+_NAME: Final = re.compile(rb"[!#$%&'*+.^`|~0-9A-Za-z-]+")
+# a header value of printable ASCII, spaces and tabs: what every gunicorn parser accepts
+_VALUE: Final = re.compile(rb"[\t\x20-\x7e]*")
+# a request target that is a path and nothing else: no query, fragment or percent-escape
+_PATH: Final = re.compile(rb"/[!$&-.0-9:;=@-Z_a-z~/]*")
+# headers whose presence makes the request not plain: a body framed or announced otherwise,
+# a protocol switch
+_NOT_PLAIN: Final = frozenset((b"transfer-encoding", b"expect", b"upgrade", b"http2-settings"))
+
+
+@dataclass(frozen=True, slots=True)
+class HeadLimits:
+    """gunicorn's limits on a request head (its limit_request_* settings), and the header
+    names it reads for the scheme (secure_scheme_headers, in lower case)."""
+
+    line: int
+    fields: int
+    field_size: int
+    scheme_headers: frozenset[bytes]
+
+    @classmethod
+    def of(
+        cls, line: int, fields: int, field_size: int, scheme_headers: Iterable[str]
+    ) -> HeadLimits:
+        # gunicorn's own bounds where a setting is 0 (no limit) or out of range
+        line = 8190 if line <= 0 or line > 8190 else line
+        fields = 32768 if fields <= 0 or fields > 32768 else fields
+        field_size = 8190 if field_size <= 0 else field_size
+        names = frozenset(h.lower().encode("latin-1") for h in scheme_headers)
+        return cls(line, fields, field_size, names)
+
+
+@dataclass(frozen=True, slots=True)
+class PlainPost:
+    """A plain POST of JSON at the start of a buffer: its path and its body's bounds."""
+
+    path: str
+    body_start: int
+    end: int  # where the next request starts
+
+
+def plain_post(data: bytes, limits: HeadLimits) -> PlainPost | None:
+    """The request at the start of `data` (complete, as the event loop framed it) if it is
+    `POST <path> HTTP/1.1` with `Content-Type: application/json`, one Content-Length and
+    headers gunicorn accepts as they are (kept alive: no `Connection` but `keep-alive`);
+    None for anything else."""
+    head_end = data.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    lines = data[:head_end].split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if (
+        len(parts) != 3
+        or parts[0] != b"POST"
+        or parts[2] != b"HTTP/1.1"
+        or len(lines[0]) > limits.line
+        or not _PATH.fullmatch(parts[1])
+        or len(lines) > limits.fields  # the request line and fewer headers than the limit
+    ):
+        return None
+    length = -1
+    seen: set[bytes] = set()
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or len(line) + 2 > limits.field_size or not _NAME.fullmatch(name):
+            return None
+        value = value.strip(b" \t")
+        if not _VALUE.fullmatch(value):
+            return None
+        key = name.lower()
+        if key in seen and key in (b"content-length", b"content-type", b"host", b"connection"):
+            return None  # gunicorn refuses some repeats; none of them is plain
+        seen.add(key)
+        if key == b"content-length":
+            if not value.isdigit():
+                return None
+            length = int(value)
+        elif key == b"content-type":
+            if value != b"application/json":
+                return None
+        elif key == b"connection":
+            if value.lower() != b"keep-alive":
+                return None
+        elif key in _NOT_PLAIN or key in limits.scheme_headers:
+            return None
+    if length < 0 or b"content-type" not in seen:
+        return None
+    body_start = head_end + 4
+    end = body_start + length
+    if len(data) < end:
+        return None
+    return PlainPost(parts[1].decode("ascii"), body_start, end)
+
+
+def response(status: str, body: bytes) -> bytes:
+    """The whole response to a plain POST that gunicorn keeps alive, as gunicorn writes the
+    hot path's reply: its status line and headers (Server, Date, Connection), then the
+    application's (Content-Type, Content-Length), then the body."""
+    head = (
+        f"HTTP/1.1 {status}\r\nServer: {SERVER}\r\nDate: {_date()}\r\n"
+        f"Connection: keep-alive\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+class _HttpDate:
+    """gunicorn's Date value, formatted once a second (its resolution is a second)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[int, str] = (0, "")  # replaced whole: threads read it unlocked
+
+    def __call__(self) -> str:
+        second = int(time.time())
+        last = self._last
+        if last[0] != second:
+            last = self._last = (second, http_date(second))
+        return last[1]
+
+
+_date: Final = _HttpDate()
