@@ -16,7 +16,8 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from ssl import SSLSocket
+from typing import Any, Final
 
 from gunicorn import SERVER
 from gunicorn.util import http_date
@@ -125,12 +126,37 @@ def response(status: str, body: bytes) -> bytes:
     """The whole response to a plain POST that gunicorn keeps alive, as gunicorn writes the
     hot path's reply: its status line and headers (Server, Date, Connection), then the
     application's (Content-Type, Content-Length), then the body."""
+    return response_head(status, body) + body
+
+
+def response_head(status: str, body: bytes) -> bytes:
+    """`response` without the body."""
     head = (
         f"HTTP/1.1 {status}\r\nServer: {SERVER}\r\nDate: {_date()}\r\n"
         f"Connection: keep-alive\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
-    return head.encode("latin-1") + body
+    return head.encode("latin-1")
+
+
+# a reply body from this size on is sent apart from its head rather than copied behind it
+# (a NodeList reply is megabytes: a copy that large costs its pages afresh)
+LARGE_REPLY: Final = 64 * 1024
+
+
+def send_response(sock: Any, status: str, body: bytes) -> None:
+    """Send `response(status, body)` on a blocking socket."""
+    if len(body) < LARGE_REPLY or not hasattr(sock, "sendmsg") or isinstance(sock, SSLSocket):
+        sock.sendall(response(status, body))
+        return
+    parts = [memoryview(response_head(status, body)), memoryview(body)]
+    while parts:
+        sent = sock.sendmsg(parts)
+        while sent:
+            if sent >= len(parts[0]):
+                sent -= len(parts.pop(0))
+            else:
+                parts[0], sent = parts[0][sent:], 0
 
 
 class _HttpDate:

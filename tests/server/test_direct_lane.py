@@ -14,6 +14,7 @@ import json
 import re
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
-from policyext.server.direct import HeadLimits, plain_post
+from policyext.server.direct import LARGE_REPLY, HeadLimits, plain_post, response, send_response
 from policyext.server.worker import FramingThreadWorker
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
@@ -504,3 +505,27 @@ def test_the_lane_leaves_to_gunicorn_a_call_after_which_it_would_close_the_conne
         ours.close()
         theirs.close()
         worker.tmp.close()
+
+
+@pytest.mark.parametrize("size", [0, 1000, LARGE_REPLY, 3 * 1024 * 1024 + 7])
+def test_a_reply_is_sent_whole_however_large_and_however_slowly_it_is_read(size: int) -> None:
+    """A large reply goes out apart from its head, in as many writes as the socket takes."""
+    body = bytes(i % 251 for i in range(size))
+    ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # partial writes
+    received: list[bytes] = []
+
+    def read_all() -> None:
+        while chunk := theirs.recv(1000):
+            received.append(chunk)
+            time.sleep(0)
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    send_response(ours, "200 OK", body)
+    ours.close()
+    reader.join(60)
+    theirs.close()
+    undated = re.compile(rb"\r\nDate: [^\r]*")  # (a second may pass meanwhile)
+    sent = undated.sub(b"", b"".join(received))
+    assert sent == undated.sub(b"", response("200 OK", body))
