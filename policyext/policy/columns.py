@@ -331,7 +331,7 @@ def _extend(whole: Column, size: int) -> Column:
 
 
 def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
-    """Write the fresh rows into the universe's column (in place)."""
+    """Write the fresh rows into the kept column, at their slots (the objects copied)."""
     whole.values[at] = fresh.values
     whole.unknown[at] = fresh.unknown
     if whole.objects is not None and fresh.objects is not None:

@@ -289,16 +289,6 @@ class NodeFrame:
         return self.request.counters.attempt(plan.residual, frame)
 
 
-def node_key(node: Json) -> str | None:
-    """A node's identity and version, `name@resourceVersion`: a string, whose hash Python
-    keeps, so the set operations of a filter pass do not hash it again."""
-    try:
-        meta = node["metadata"]
-        return f"{meta['name']}@{meta.get('resourceVersion', '')}"
-    except (KeyError, TypeError, AttributeError):
-        return None
-
-
 def node_name(node: Json) -> str:
     try:
         return str(node["metadata"]["name"])
