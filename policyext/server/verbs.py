@@ -253,7 +253,7 @@ def run_prioritize(
     known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    # NodeNames were checked for repeats when parsed (wire.unique); nodes sent whole were not
+    # NodeNames were checked for repeats by _resolve; nodes sent whole were not
     body = prioritize_reply(ev, args.names, unique=args.node_names is not None)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
