@@ -284,11 +284,12 @@ def _engine_section(run: Run) -> list[str]:
         return []
     lines = [
         "## The engine alone\n",
-        "Median milliseconds of one `evaluate` call in process (no HTTP, no JSON), NodeNames"
-        " mode. *Cached*: the nodes' results for this kind of pod are cached from earlier"
-        " requests (a burst of replicas: the common case, and what the round trips above"
-        " measure, since they repeat one pod). *Uncached*: every rule evaluated again for every"
-        " node, as for a pod unlike any before it: the worst case.\n",
+        "Median milliseconds of one `evaluate` call in process (no HTTP, no JSON) for the"
+        " repeated-request pod. *Cached*: what the rules read of each node version is kept"
+        " from earlier requests (any request after the first that named the node in that"
+        " version: what a NodeNames request costs, whatever the pod). *Uncached*: every node"
+        " value evaluated again for every node, as for Nodes sent in a request that the node"
+        " source does not hold in the versions sent: the worst case.\n",
         "| nodes | verb | cached ms | uncached ms |",
         "|---|---|---|---|",
     ]
