@@ -36,7 +36,7 @@ from policyext.policy.frames import (
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
-from policyext.policy.rows import NodeRecord, NodeRows
+from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import (
     AuditScore,
     Evaluation,
@@ -288,9 +288,6 @@ class _Run:
         self.nodes = nodes
         self.rows = rows
         self.frames: list[NodeFrame | None] = [None] * len(nodes)
-        # the records the frames were made from (rows only): their versions are those
-        # of what the exact evaluator read
-        self.records: dict[int, NodeRecord] = {}
         self._keys: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
         self._placements: dict[bool, Placement] = {}
         # evaluate over columns where a rule allows it; the run is then the columns' view
@@ -316,7 +313,9 @@ class _Run:
 
     def versions_of(self, positions: list[int], reads_info: bool) -> npt.NDArray[np.int64]:
         assert self.rows is not None
-        records = [self.records.get(i) or self.rows.record(i) for i in positions]
+        # the versions of the records the frames are made from (the arrays the request
+        # read may be a writer's step apart from them)
+        records = [self.rows.record(i) for i in positions]
         if reads_info:
             return np.fromiter((r.info_version for r in records), np.int64, len(records))
         return np.fromiter((r.version for r in records), np.int64, len(records))
@@ -341,7 +340,7 @@ class _Run:
             if rows is None:
                 frame = NodeFrame(self.request, self.nodes[i])
             else:
-                record = self.records[i] = rows.record(i)
+                record = rows.record(i)
                 frame = NodeFrame(self.request, record.node)
                 if record.info is not None:
                     frame.info = record.info

@@ -89,8 +89,9 @@ class NodeRows:
         return len(self.names)
 
     def record(self, i: int) -> NodeRecord:
-        """The record of the request's node i, as the source holds it now (the same
-        version as `versions[i]`, or a later one)."""
+        """The record of the request's node i, as the source held it when the request
+        looked (its versions are the record's own: `versions[i]` was read from the arrays a
+        writer updates after the record, so it may be a step behind)."""
         found: NodeRecord | None = self._records[i]
         assert found is not None, "a row the source does not hold"
         return found

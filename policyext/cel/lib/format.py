@@ -18,7 +18,7 @@ from typing import Final, TypeGuard
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.lib.strings import scan_cost
+from policyext.cel.lib.strings import GO_ESCAPES, scan_cost
 from policyext.cel.values import (
     NANOS_PER_SECOND,
     CELType,
@@ -190,24 +190,11 @@ def _key(value: object) -> str:
     raise _FormatError(f"no formatting function for map key of type {type_name(value)}")
 
 
-_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    '"': '\\"',
-    "\\": "\\\\",
-}
-
-
 def _go_quote(text: str) -> str:
     """A string quoted as Go's %q quotes it."""
     out = ['"']
     for ch in text:
-        escaped = _ESCAPES.get(ch)
+        escaped = GO_ESCAPES.get(ch)
         if escaped is not None:
             out.append(escaped)
         elif ch.isprintable():

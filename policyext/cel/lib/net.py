@@ -22,23 +22,11 @@ from typing import ClassVar, Final
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
+from policyext.cel.lib.strings import GO_ESCAPES
 from policyext.cel.values import no_such_overload
 
 _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 _MAPPED_PREFIX: Final = 0xFFFF  # bits 32..47 of an IPv4-mapped IPv6 address
-
-
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
 
 
 def go_quote(s: str) -> str:
@@ -47,8 +35,8 @@ def go_quote(s: str) -> str:
     out = ['"']
     for c in s:
         code = ord(c)
-        if c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
+        if c in GO_ESCAPES:
+            out.append(GO_ESCAPES[c])
         elif 0xDC80 <= code <= 0xDCFF:
             out.append(f"\\x{code - 0xDC00:02x}")
         elif c.isprintable():

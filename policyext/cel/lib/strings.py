@@ -287,17 +287,22 @@ def _join(items: list[object] | tuple[object, ...], sep: str) -> str:
 
 
 # -- quoting ------------------------------------------------------------------------------
+# the characters Go's quoting (strconv.Quote, `%q`, CEL's strings.quote) writes as a
+# backslash escape of their own
+GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
 _QUOTE_ESCAPES: Final = str.maketrans(
     {
-        "\a": "\\a",
-        "\b": "\\b",
-        "\f": "\\f",
-        "\n": "\\n",
-        "\r": "\\r",
-        "\t": "\\t",
-        "\v": "\\v",
-        "\\": "\\\\",
-        '"': '\\"',
+        **GO_ESCAPES,
         # lone surrogates cannot be encoded: cel-go replaces invalid runes with U+FFFD
         **{chr(c): "\ufffd" for c in range(0xD800, 0xE000)},
     }
