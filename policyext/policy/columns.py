@@ -486,6 +486,16 @@ def _as_column_parts(value: Value, n: int) -> tuple[type | None, Any, Mask]:
     return None, None, np.ones(n, np.bool_)
 
 
+def _either_unknown(left: Value, right: Value, ua: Mask, ub: Mask) -> Mask:
+    """The rows unknown on either side of a binary operator; a usable constant side is
+    known everywhere (the caller has checked it is usable)."""
+    if isinstance(right, Scalar):
+        return ua
+    if isinstance(left, Scalar):
+        return ub
+    return ua | ub
+
+
 _NUMERIC: Final = (int, float)
 # maps, lists and quantities are compared by the exact evaluator
 _COMPARABLE: Final = (bool, int, float, str, Timestamp, Duration)
@@ -539,9 +549,7 @@ class _Compare(_Node):
             return _all_unknown(rows)
         if values.shape != (n,):
             values = np.broadcast_to(values, (n,)).copy()
-        # a constant side is never unknown (a usable one: checked above)
-        unknown = ua if isinstance(right, Scalar) else ub if isinstance(left, Scalar) else ua | ub
-        return Column(bool, values, unknown)
+        return Column(bool, values, _either_unknown(left, right, ua, ub))
 
 
 _REFLECTED: Final = {
@@ -623,11 +631,13 @@ class _Arithmetic(_Node):
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         n = rows.count
-        ka, va, ua = _as_column_parts(self.left.run(rows, policy, params), n)
-        kb, vb, ub = _as_column_parts(self.right.run(rows, policy, params), n)
+        left = self.left.run(rows, policy, params)
+        right = self.right.run(rows, policy, params)
+        ka, va, ua = _as_column_parts(left, n)
+        kb, vb, ub = _as_column_parts(right, n)
         if ka is not float or kb is not float:
             return _all_unknown(rows)
-        unknown = ua | ub
+        unknown = _either_unknown(left, right, ua, ub)
         if self.divide:
             unknown = unknown | (np.asarray(vb) == 0.0)  # the exact evaluator's rule
         with np.errstate(all="ignore"):
