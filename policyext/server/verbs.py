@@ -110,8 +110,13 @@ def _check_slots(names: list[str], slots: npt.NDArray[np.intp]) -> None:
     """check_repeats, from the slots of the names the node source holds (one each): a
     count per slot instead of a set of names. Two names in one slot are confirmed by the
     names themselves (a node replaced meanwhile may have left its slot to another)."""
-    if len(slots) > 1 and np.bincount(slots).max() > 1:
+    if _repeats_a_slot(slots):
         check_repeats(names)
+
+
+def _repeats_a_slot(slots: npt.NDArray[np.intp]) -> bool:
+    """Whether two of these slots (of names the node source holds) are one."""
+    return len(slots) > 1 and bool(np.bincount(slots).max() > 1)
 
 
 def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> NodeRows | None:
@@ -131,7 +136,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         except (KeyError, TypeError, AttributeError):
             return None
     rows = source.node_rows(names)
-    if rows is None or not rows.known().all() or len(set(names)) != len(names):
+    if rows is None or not rows.known().all() or _repeats_a_slot(rows.slots):
         return None
     for i, version in enumerate(versions):
         held = rows.record(i).node.get("metadata")
