@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import compress
 from operator import itemgetter
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -267,10 +267,17 @@ class Evaluation:
         return len(self.names) - self.tally().infeasible
 
     def feasible_names(self) -> list[str]:
-        infeasible = self.infeasible()
+        return self._feasible_names(self.infeasible())
+
+    def _feasible_names(self, infeasible: Mask) -> list[str]:
         if not infeasible.any():
             return list(self.names)
         return list(compress(self.names, (~infeasible).tolist()))
+
+    def filter_outcome(self) -> tuple[list[str], Refused, Refused]:
+        """What a NodeNames filter reply lists: the feasible names, then `refusals()`."""
+        infeasible = self.infeasible()
+        return (self._feasible_names(infeasible), *self._refusals(infeasible))
 
     def rejected(self) -> tuple[dict[str, str], dict[str, str]]:
         """The rejected nodes' messages by name, in node order: those a scheduler's
@@ -282,8 +289,10 @@ class Evaluation:
         """`rejected()` as lists in node order, each message given by its index in a short
         list of the distinct messages: a reply over thousands of nodes is then written
         without a dict or a string per node (server/wire.py)."""
+        return self._refusals(self.infeasible())
+
+    def _refusals(self, infeasible: Mask) -> tuple[Refused, Refused]:
         names = self.names
-        infeasible = self.infeasible()
         rows = np.flatnonzero(infeasible)
         if not len(rows):
             return Refused.none(), Refused.none()
@@ -292,9 +301,7 @@ class Evaluation:
             return _refusals_of((names[i], _message_of(self.verdict(i))) for i in rows.tolist())
         # the plain rejections of a node as the bits of one number: a few distinct
         # combinations, each turned into its messages once
-        codes = np.zeros(len(rows), np.int64)
-        for bit, (_, mask) in enumerate(plain):
-            codes |= mask[rows].astype(np.int64) << bit
+        codes = _codes([mask for _, mask in plain], rows)
         own = self.own
         if own:  # nodes with verdicts of their own among them: node by node
             filed_for = _filed_for(plain)
@@ -350,9 +357,26 @@ def _add_rejection(verdict: NodeVerdict, rejection: Rejection) -> None:
     verdict.unresolvable = verdict.unresolvable or rejection.unresolvable
 
 
-def _distinct(
-    codes: npt.NDArray[np.int64], bits: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+# a number per row whose bits say which masks hold it (uint8 up to 8 masks, else int64)
+Codes = npt.NDArray[np.integer[Any]]
+
+
+def _codes(masks: list[Mask], rows: npt.NDArray[np.intp]) -> Codes:
+    """For each of the rows, the masks that hold it as the bits of one number (mask k:
+    bit k). Up to 8 masks, in one product over all of them rather than steps per mask."""
+    if 0 < len(masks) <= 8:
+        packed: Codes = (_BITS[: len(masks)] @ np.array(masks))[rows]
+        return packed
+    codes = np.zeros(len(rows), np.int64)
+    for bit, mask in enumerate(masks):
+        codes |= mask[rows].astype(np.int64) << bit
+    return codes
+
+
+_BITS: Final = np.array([1 << k for k in range(8)], np.uint8)
+
+
+def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
     """`np.unique(codes, return_inverse=True)`: with a few bits, through a table of every
     possible code rather than a sort."""
     if bits > 12:

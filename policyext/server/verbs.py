@@ -273,14 +273,14 @@ def filter_reply(
     nodes, as objects or as the bytes they came in), then the failed nodes, those the
     node source did not know first."""
     if originals is None:
-        failed, unresolvable = ev.refusals()
+        feasible, failed, unresolvable = ev.filter_outcome()
         if unknown:  # first, as the request named them
             failed = Refused(
                 [*unknown, *failed.names],
                 np.concatenate((np.full(len(unknown), len(failed.messages)), failed.message)),
                 [*failed.messages, UNKNOWN_NODE],
             )
-        return wire.names_filter_result(ev.feasible_names(), failed, unresolvable)
+        return wire.names_filter_result(feasible, failed, unresolvable)
     rejected, unresolvable_ = ev.rejected()
     failed_: dict[str, str] = rejected
     if unknown:
