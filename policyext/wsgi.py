@@ -30,6 +30,7 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
+from policyext.server.hotpath import DecisionLines
 from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.worker import FramingThreadWorker, json_refusal
@@ -44,9 +45,7 @@ def configure_logging(level: str) -> None:
     numeric = getattr(logging, level.upper(), logging.INFO)
     decisions = logging.getLogger("policyext.decisions")
     if not decisions.handlers:
-        out = logging.StreamHandler(sys.stdout)
-        out.setFormatter(logging.Formatter("%(message)s"))
-        decisions.addHandler(out)
+        decisions.addHandler(DecisionLines(sys.stdout))
         decisions.propagate = False
     decisions.setLevel(numeric)
     root = logging.getLogger("policyext")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -10,7 +12,8 @@ from typing import Any
 import pytest
 
 from policyext.policy.compile import load_policy_set
-from policyext.server import hotpath
+from policyext.server import hotpath, verbs
+from policyext.store import PolicyStore
 from tests.server.conftest import ServerFactory
 from tests.server.harness import FIXTURES, RULES, ExtenderServer
 from tests.server.kube import args_with_names, args_with_nodes, fixture, node, pod
@@ -160,3 +163,70 @@ def test_the_decision_time_is_rfc3339_utc_to_the_millisecond_whenever_it_is_aske
             time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
         )
         assert hotpath.utc_now() == plain
+
+
+class _Dropped(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+def _no_change(logger: logging.Logger, handler: logging.Handler) -> None:
+    pass
+
+
+def _filter_on_logger(logger: logging.Logger, handler: logging.Handler) -> None:
+    logger.addFilter(_Dropped())
+
+
+def _filter_on_handler(logger: logging.Logger, handler: logging.Handler) -> None:
+    handler.addFilter(_Dropped())
+
+
+def _handler_above_info(logger: logging.Logger, handler: logging.Handler) -> None:
+    handler.setLevel(logging.WARNING)
+
+
+@pytest.mark.parametrize(
+    ("configure", "written"),
+    [
+        (_no_change, True),
+        (_filter_on_logger, False),
+        (_filter_on_handler, False),
+        (_handler_above_info, False),
+    ],
+    ids=[
+        "as the server sets it up",
+        "a filter on the logger",
+        "a filter on the handler",
+        "the handler above INFO",
+    ],
+)
+def test_a_decision_line_is_written_as_logging_would_write_it(
+    configure: Any, written: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision line skips the LogRecord only where logging would write it as it is: a
+    filter or a level set on the way is obeyed."""
+    out = io.StringIO()
+    logger = logging.getLogger("policyext.decisions")
+    handler = hotpath.DecisionLines(out)
+    monkeypatch.setattr(logger, "handlers", [handler])
+    monkeypatch.setattr(logger, "filters", [])
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    logger.manager._clear_cache()  # type: ignore[attr-defined]
+    configure(logger, handler)
+    result = verbs.VerbResult(b"{}", None, 3, pod="shop/web-1")
+    hotpath.log_decision("prioritize", PolicyStore(), result, 0.0125)
+    lines = out.getvalue().splitlines()
+    if not written:
+        assert lines == []
+        return
+    [line] = lines
+    record = json.loads(line)
+    assert (record["verb"], record["pod"], record["nodes"], record["ms"]) == (
+        "prioritize",
+        "shop/web-1",
+        3,
+        12.5,
+    )
+    assert line == json.dumps(record, sort_keys=True, separators=(",", ":"))
