@@ -358,6 +358,26 @@ def test_the_body_limit_admits_exactly_max_body_bytes(
     assert server.post("/filter", body).status == status
 
 
+@pytest.mark.parametrize(("size", "status"), [(LIMIT, 200), (LIMIT + 1, 413)])
+def test_the_body_limit_holds_for_the_next_request_of_a_kept_alive_connection(
+    server: ExtenderServer, size: int, status: int
+) -> None:
+    """The thread that answered a call reads the next one itself: the limit is the same,
+    and so is the refusal a new connection gets."""
+    fresh = server.post("/filter", _padded(size))
+    conn = server.connection()
+    try:
+        replies = []
+        for body in (NAMES, _padded(size)):
+            conn.request("POST", "/filter", body=body, headers={"Content-Type": JSON})
+            response = conn.getresponse()
+            replies.append((response.status, response.read()))
+    finally:
+        conn.close()
+    assert replies[0][0] == 200
+    assert replies[1] == (status, fresh.body) == (fresh.status, fresh.body)
+
+
 def _chunks(body: bytes, size: int = 16 * 1024) -> Iterator[bytes]:
     for start in range(0, len(body), size):
         yield body[start : start + size]
