@@ -29,6 +29,7 @@ from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
+from policyext.server.names import NamesApart
 from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
@@ -50,11 +51,19 @@ RUNNERS: Final[dict[str, Runner]] = {
 }
 
 
-def extender_args(policies: PolicySet, data: bytes) -> wire.ExtenderArgs:
-    """filter's and prioritize's arguments; a node named twice is found by the verbs."""
+def extender_args(
+    policies: PolicySet, data: bytes, verb: str = "", names: NamesApart | None = None
+) -> wire.ExtenderArgs:
+    """filter's and prioritize's arguments; a node named twice is found by the verbs.
+    `names`: where the last NodeNames of each verb are kept (server/names.py)."""
     fast = decode_fast(data, policies.node_fields, check_repeats=False)
     if fast is not None:
         return fast
+    apart = names.split(verb, data) if names is not None else None
+    if apart is not None:
+        rest, node_names = apart
+        rest["NodeNames"] = node_names
+        return wire.parse_extender_args(rest, check_repeats=False)
     return wire.parse_extender_args(wire.decode(data), check_repeats=False)
 
 
@@ -87,12 +96,13 @@ class HotVerbs:
         self.max_body = max_body
         self.request_deadline = request_deadline
         self.memo: verbs.Memo = verbs.Memo()  # the one thing the verbs remember
+        self.names = NamesApart()  # the last NodeNames of each verb, decoded
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
     def answer(self, verb: str, data: bytes) -> bytes:
         """The reply body; WireError for a body that is not the protocol's."""
         policies = self.store.current  # once: the request sees exactly one version
-        args = extender_args(policies, data)
+        args = extender_args(policies, data, verb, self.names)
         started = time.perf_counter()
         limit = self.request_deadline
         deadline = started + limit if limit is not None else None

@@ -1,0 +1,86 @@
+"""NodeNames taken apart from the rest of a body (server/names.py): the same arguments as the
+general decoder gives, the same errors, and the last list of a verb given again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from policyext.policy.compile import load_policy_set
+from policyext.server import wire
+from policyext.server.hotpath import extender_args
+from policyext.server.names import NamesApart
+from tests.server.harness import RULES
+
+POD = {"metadata": {"name": "web-1", "namespace": "shop"}, "spec": {"containers": []}}
+NAMES = ["node-a", "node-b", "node-c"]
+
+
+def _go(pod: Any = POD, names: Any = NAMES) -> bytes:
+    """As kube-scheduler writes ExtenderArgs (Go's encoding/json: field order, no spaces)."""
+    return json.dumps(
+        {"Pod": pod, "Nodes": None, "NodeNames": names}, separators=(",", ":")
+    ).encode()
+
+
+TRAP = {**POD, "spec": {"x": 1, "NodeNames": ["trap"]}}
+
+BODIES: dict[str, tuple[bytes, bool]] = {
+    # the body, and whether it is taken apart
+    "as kube-scheduler sends it": (_go(), True),
+    "with a newline after it": (_go() + b"\n", True),
+    "without a Nodes field": (b'{"Pod":' + json.dumps(POD).encode() + b',"NodeNames":["a"]}', True),
+    "with no names": (_go(names=[]), True),
+    "with names that need escapes": (_go(names=['n"1', "n\\2", "n\u00e93"]), True),
+    "with a key named NodeNames inside the pod, last": (
+        b'{"Pod":{"metadata":{"name":"p"},"x":1,"NodeNames":["trap"]}}',
+        False,
+    ),
+    "with NodeNames inside the pod and the real list first": (
+        b'{"NodeNames":["a"],"Pod":' + json.dumps(TRAP, separators=(",", ":")).encode() + b"}",
+        False,
+    ),
+    "with another spelling of the key before it": (
+        b'{"Pod":' + json.dumps(POD).encode() + b',"nodenames":["x"],"NodeNames":["a"]}',
+        False,
+    ),
+    "with a name that is not a string": (_go(names=["a", 1]), False),
+    "with names that are not a list": (b'{"Pod":{},"NodeNames":{"a":1}]}', False),
+    "with the body broken before the list": (b'{"Pod":{"metadata":,"NodeNames":["a"]}', False),
+    "with the list broken": (b'{"Pod":{},"NodeNames":["a",]}', False),
+    "with something after the object": (_go() + b"[]}", False),
+}
+
+
+@pytest.mark.parametrize(("body", "apart"), BODIES.values(), ids=list(BODIES))
+def test_a_body_gives_the_arguments_or_the_error_of_the_general_decoder(
+    body: bytes, apart: bool
+) -> None:
+    policies = load_policy_set([RULES])
+    assert (NamesApart().split("filter", body) is not None) is apart
+    try:
+        expected: Any = wire.parse_extender_args(wire.decode(body), check_repeats=False)
+    except wire.WireError as e:
+        expected = str(e)
+    try:
+        got: Any = extender_args(policies, body, "filter", NamesApart())
+    except wire.WireError as e:
+        got = str(e)
+    assert got == expected
+
+
+def test_the_same_list_of_a_verb_is_given_again_and_a_new_one_decoded() -> None:
+    names = NamesApart()
+    first = names.split("filter", _go())
+    again = names.split("filter", _go(pod={**POD, "metadata": {"name": "web-2"}}))
+    other = names.split("filter", _go(names=["node-a", "node-b"]))
+    prioritize = names.split("prioritize", _go())
+    assert first is not None and again is not None and other is not None
+    assert prioritize is not None
+    assert again[1] is first[1], "the same bytes: the same list"
+    assert again[0]["Pod"]["metadata"]["name"] == "web-2", "the rest decoded afresh"
+    assert other[1] == ["node-a", "node-b"]
+    assert prioritize[1] == NAMES and prioritize[1] is not first[1], "kept per verb"
+    assert names.split("filter", _go(names=["node-a", "node-b"]))[1] is other[1]  # type: ignore[index]
