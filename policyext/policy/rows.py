@@ -38,6 +38,8 @@ Slots = npt.NDArray[np.intp]
 NOWHERE: Final = -1
 # dead slots (of removed nodes) a table keeps before it starts over
 DEAD_SLOTS: Final = 1024
+# name lists whose slots a table remembers (filter's and prioritize's, a few callers')
+REMEMBERED_LISTS: Final = 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -136,10 +138,19 @@ class _Epoch:
     """A table's slots and arrays. Writers change the arrays in place or replace them
     (growing); readers take the epoch once, so that its names, slots and arrays agree."""
 
-    __slots__ = ("__weakref__", "info_versions", "records", "slot_of", "used", "versions")
+    __slots__ = (
+        "__weakref__",
+        "info_versions",
+        "layout",
+        "records",
+        "slot_of",
+        "used",
+        "versions",
+    )
 
     def __init__(self, capacity: int) -> None:
         self.slot_of: dict[str, int] = {}
+        self.layout = 0  # changes whenever a name gets or loses its slot
         self.used = 0  # slots handed out
         self.records: npt.NDArray[np.object_] = np.full(capacity, None, object)
         self.versions: Versions = np.full(capacity, NOWHERE, np.int64)
@@ -175,6 +186,30 @@ class NodeTable:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._epoch = _Epoch(16)
+        # the slots found for the last few name lists, by the list's identity: a list
+        # given again (server/names.py) is not looked up again while no name has got or
+        # lost its slot. Each entry holds its list, so an identity is never another's.
+        self._found: dict[int, tuple[Sequence[str], _Epoch, int, Slots]] = {}
+
+    def _slots(self, names: list[str], epoch: _Epoch) -> Slots:
+        """Each name's slot in the epoch (NOWHERE for a name it does not hold)."""
+        layout = epoch.layout  # read first: a change meanwhile is caught by the next call
+        found = self._found.get(id(names))
+        if found is not None and found[0] is names and found[1] is epoch and found[2] == layout:
+            return found[3]
+        try:  # every name known (the usual case): one C call looks them all up
+            held = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
+        except KeyError:
+            held = None
+        if held is None:
+            held = list(map(epoch.slot_of.get, names, repeat(NOWHERE)))
+        slots = np.fromiter(held, np.intp, len(names))
+        slots.flags.writeable = False  # shared by the requests that give the list again
+        remembered = self._found
+        if len(remembered) >= REMEMBERED_LISTS:
+            remembered = {}  # replaced whole: readers do not lock
+        self._found = {**remembered, id(names): (names, epoch, layout, slots)}
+        return slots
 
     def put(self, name: str, record: NodeRecord) -> None:
         """`name` is now this record (a new node, or a new version of one)."""
@@ -191,6 +226,7 @@ class NodeTable:
                 epoch.used += 1
                 epoch.place(slot, record)
                 epoch.slot_of[name] = slot  # last: a reader finding the slot finds it placed
+                epoch.layout += 1
             else:
                 epoch.place(slot, record)
 
@@ -201,6 +237,7 @@ class NodeTable:
             if slot is not None:
                 epoch.versions[slot] = NOWHERE  # the record stays for readers holding it
                 epoch.info_versions[slot] = NOWHERE
+                epoch.layout += 1
 
     def _compact(self, old: _Epoch) -> _Epoch:
         live = [(name, old.records[slot]) for name, slot in old.slot_of.items()]
@@ -217,14 +254,7 @@ class NodeTable:
         names = names if isinstance(names, list) else list(names)
         epoch = self._epoch
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
-        get = epoch.slot_of.get
-        try:  # every name known (the usual case): one C call looks them all up
-            found = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
-        except KeyError:
-            found = None
-        if found is None:
-            found = list(map(get, names, repeat(NOWHERE)))
-        slots = np.fromiter(found, np.intp, len(names))
+        slots = self._slots(names, epoch)
         size = len(versions)
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)

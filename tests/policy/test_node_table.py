@@ -1,0 +1,75 @@
+"""A node table's rows for a list of names given again (server/names.py gives the same list
+object for the same NodeNames): the slots found before, until a name gets or loses one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from policyext.policy.rows import NOWHERE, NodeRecord, NodeTable
+
+NAMES = ["a", "b", "c"]
+
+
+def _record(name: str, version: int) -> NodeRecord:
+    return NodeRecord({"metadata": {"name": name}}, None, version, version)
+
+
+def _table() -> NodeTable:
+    table = NodeTable()
+    for i, name in enumerate(NAMES):
+        table.put(name, _record(name, i + 1))
+    return table
+
+
+def _nothing(table: NodeTable) -> None:
+    pass
+
+
+def _update_b(table: NodeTable) -> None:
+    table.put("b", _record("b", 10))
+
+
+def _remove_b(table: NodeTable) -> None:
+    table.remove("b")
+
+
+def _remove_and_add_b(table: NodeTable) -> None:
+    table.remove("b")
+    table.put("b", _record("b", 11))
+
+
+def _add_d(table: NodeTable) -> None:
+    table.put("d", _record("d", 12))
+
+
+CHANGES: dict[str, tuple[Callable[[NodeTable], None], list[int]]] = {
+    # what happens between two requests giving the same list, and the versions then
+    "nothing": (_nothing, [1, 2, 3]),
+    "a node updated": (_update_b, [1, 10, 3]),
+    "a node removed": (_remove_b, [1, NOWHERE, 3]),
+    "a node removed and added again": (_remove_and_add_b, [1, 11, 3]),
+    "another node added": (_add_d, [1, 2, 3]),
+}
+
+
+def test_rows_for_a_list_given_again_are_those_of_a_new_lookup_whatever_changed() -> None:
+    for change, versions in CHANGES.values():
+        table = _table()
+        names = [*NAMES]
+        table.rows(names)
+        change(table)
+        again, fresh = table.rows(names), table.rows([*NAMES])
+        assert again.versions.tolist() == fresh.versions.tolist() == versions
+        assert again.slots.tolist() == fresh.slots.tolist()
+        assert [again.record(i).version for i in range(3) if again.slots[i] != NOWHERE] == [
+            v for v in versions if v != NOWHERE
+        ]
+
+
+def test_a_list_given_again_is_not_looked_up_again() -> None:
+    table = _table()
+    names = [*NAMES]
+    first = table.rows(names)
+    assert table.rows(names).slots is first.slots
+    assert table.rows([*NAMES]).slots is not first.slots, "another list is looked up"
+    assert not first.slots.flags.writeable, "shared: nobody writes into it"
