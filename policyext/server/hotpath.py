@@ -110,6 +110,8 @@ class HotVerbs:
             policies, self.source, args, Timestamp(self.clock()), self.memo, deadline
         )
         seconds = time.perf_counter() - started
+        if result.passed is not None:
+            self.names.expect("prioritize", *result.passed)
         self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
         log_decision(verb, self.store, result, seconds)
         if self.audits is not None and verb == "filter" and result.evaluation is not None:

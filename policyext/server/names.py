@@ -53,6 +53,13 @@ class NamesApart:
             return None  # another spelling of the key too: Go's rules for that are the decoder's
         return rest, names
 
+    def expect(self, verb: str, encoded: bytes, names: list[str]) -> None:
+        """The list a call of `verb` will likely send next, as encoded and as a list: a
+        filter reply's NodeNames, which kube-scheduler sends back to prioritize for the
+        nodes to score (its strings are the node table's, already hashed)."""
+        with self._lock:
+            self._last[verb] = (encoded, names)
+
     def _names(self, verb: str, segment: bytes) -> list[str] | None:
         last = self._last.get(verb)
         if last is not None and last[0] == segment:

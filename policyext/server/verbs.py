@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
@@ -47,6 +48,9 @@ class VerbResult:
     nodes: int
     error: str = ""
     pod: str = ""  # namespace/name, for the decision log
+    # a NodeNames filter reply's NodeNames, as written and as a list: kube-scheduler sends
+    # them back to prioritize (server/names.py)
+    passed: Passed | None = None
 
     def again(self, pod: str, prepared: Prepared) -> VerbResult:
         """This reply, for another pod with the same signature: the evaluation as it would
@@ -54,7 +58,10 @@ class VerbResult:
         ev = self.evaluation
         if ev is not None:
             ev = replace(ev, evaluations=prepared.counters.evaluations)
-        return VerbResult(self.body, ev, self.nodes, self.error, pod)
+        return VerbResult(self.body, ev, self.nodes, self.error, pod, self.passed)
+
+
+Passed = tuple[bytes, list[str]]
 
 
 # what filter and prioritize remember from one call for the next (remembered.py)
@@ -235,9 +242,13 @@ def run_filter(
     known, key, ev, nodes, unknown = _answer("filter", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
-    originals = args.raw_nodes if args.raw_nodes is not None else nodes
-    body = filter_reply(ev, unknown, None if names_mode else originals)
-    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
+    passed: Passed | None = None
+    if names_mode:
+        body, passed = names_filter_reply(ev, unknown)
+    else:
+        originals = args.raw_nodes if args.raw_nodes is not None else nodes
+        body = filter_reply(ev, unknown, originals)
+    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod), passed=passed)
     _remember(memo, policies, key, result)
     return result
 
@@ -273,14 +284,7 @@ def filter_reply(
     nodes, as objects or as the bytes they came in), then the failed nodes, those the
     node source did not know first."""
     if originals is None:
-        feasible, failed, unresolvable = ev.filter_outcome()
-        if unknown:  # first, as the request named them
-            failed = Refused(
-                [*unknown, *failed.names],
-                np.concatenate((np.full(len(unknown), len(failed.messages)), failed.message)),
-                [*failed.messages, UNKNOWN_NODE],
-            )
-        return wire.names_filter_result(feasible, failed, unresolvable)
+        return names_filter_reply(ev, unknown)[0]
     rejected, unresolvable_ = ev.rejected()
     failed_: dict[str, str] = rejected
     if unknown:
@@ -288,6 +292,19 @@ def filter_reply(
         failed_.update(rejected)
     passed = list(itertools.compress(originals, (~ev.infeasible()).tolist()))
     return wire.filter_result(passed, None, failed_, unresolvable_)  # type: ignore[arg-type]
+
+
+def names_filter_reply(ev: Evaluation, unknown: Mapping[str, str]) -> tuple[bytes, Passed]:
+    """`filter_reply` in NodeNames mode, and the NodeNames it lists."""
+    feasible, failed, unresolvable = ev.filter_outcome()
+    if unknown:  # first, as the request named them
+        failed = Refused(
+            [*unknown, *failed.names],
+            np.concatenate((np.full(len(unknown), len(failed.messages)), failed.message)),
+            [*failed.messages, UNKNOWN_NODE],
+        )
+    encoded = orjson.dumps(feasible)
+    return wire.names_filter_result(feasible, failed, unresolvable, encoded), (encoded, feasible)
 
 
 def prioritize_reply(ev: Evaluation, names: list[str], *, unique: bool = False) -> bytes:

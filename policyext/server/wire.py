@@ -275,13 +275,16 @@ def filter_result(
     )
 
 
-def names_filter_result(feasible: list[str], failed: Refusals, unresolvable: Refusals) -> bytes:
+def names_filter_result(
+    feasible: list[str], failed: Refusals, unresolvable: Refusals, encoded: bytes | None = None
+) -> bytes:
     """`filter_result(None, feasible, failed, unresolvable)` with the failed nodes given as
-    `Refusals` of distinct names: the same bytes, each message encoded once."""
+    `Refusals` of distinct names: the same bytes, each message encoded once. `encoded`:
+    `orjson.dumps(feasible)`, when the caller has it."""
     return b"".join(
         (
             b'{"Nodes":null,"NodeNames":',
-            orjson.dumps(feasible),
+            orjson.dumps(feasible) if encoded is None else encoded,
             b',"FailedNodes":',
             _messages_by_name(*failed),
             b',"FailedAndUnresolvableNodes":',

@@ -4,15 +4,21 @@ general decoder gives, the same errors, and the last list of a verb given again.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+import orjson
 import pytest
 
+from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import load_policy_set
 from policyext.server import wire
-from policyext.server.hotpath import extender_args
+from policyext.server.hotpath import HotVerbs, extender_args
+from policyext.server.metrics import Metrics
 from policyext.server.names import NamesApart
-from tests.server.harness import RULES
+from policyext.store import PolicyStore
+from tests.server.harness import CLUSTER, RULES
+from tests.server.kube import fixture
 
 POD = {"metadata": {"name": "web-1", "namespace": "shop"}, "spec": {"containers": []}}
 NAMES = ["node-a", "node-b", "node-c"]
@@ -84,3 +90,28 @@ def test_the_same_list_of_a_verb_is_given_again_and_a_new_one_decoded() -> None:
     assert other[1] == ["node-a", "node-b"]
     assert prioritize[1] == NAMES and prioritize[1] is not first[1], "kept per verb"
     assert names.split("filter", _go(names=["node-a", "node-b"]))[1] is other[1]  # type: ignore[index]
+
+
+def test_prioritize_is_given_the_list_the_filter_reply_named() -> None:
+    """kube-scheduler sends prioritize the nodes that passed filter, as the reply wrote them:
+    the reply's own list is given again (its strings hashed already), and any other list
+    is decoded as it comes."""
+    store = PolicyStore()
+    policies = load_policy_set([RULES])
+    store.reload(lambda: policies, "test")
+    source = SnapshotSource.from_file(CLUSTER)
+    hot = HotVerbs(store, source, Metrics(), time.time_ns, 1 << 30, "")
+    nodes = ["general-a", "general-b", "general-c", "spot-c", "gpu-a", "payments-b"]
+    pod = fixture("filter-names.request.json")["Pod"]
+    reply = orjson.loads(hot.answer("filter", _go(pod, nodes)))
+    passed = reply["NodeNames"]
+    assert 0 < len(passed) < len(nodes)
+    given = hot.names.split("prioritize", _go(pod, passed))
+    asked = hot.names.split("filter", _go(pod, nodes))
+    assert given is not None and asked is not None and given[1] == passed
+    assert all(name is asked[1][nodes.index(name)] for name in given[1]), "the reply's strings"
+    assert hot.names.split("prioritize", _go(pod, passed))[1] is given[1]  # type: ignore[index]
+    other = hot.names.split("prioritize", _go(pod, passed[:1]))
+    assert other is not None and other[1] == passed[:1] and other[1] is not given[1]
+    scores = orjson.loads(hot.answer("prioritize", _go(pod, passed)))
+    assert [entry["Host"] for entry in scores] == passed
