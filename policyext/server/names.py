@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import orjson
 
+from policyext.server.wire import all_strings
+
 # where kube-scheduler's list starts: a top-level key after the Pod (and Nodes)
 _MARK: Final = b',"NodeNames":['
 # the last list decoded for a verb: replaced whole, read without a lock
@@ -68,17 +70,8 @@ class NamesApart:
             names = orjson.loads(segment)
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(names, list) or not _all_strings(names):
+        if not isinstance(names, list) or not all_strings(names):
             return None
         with self._lock:
             self._last[verb] = (segment, names)
         return names
-
-
-def _all_strings(values: list[Any]) -> bool:
-    """Every value a str, checked in C: joining them fails on anything else."""
-    try:
-        "".join(values)
-    except TypeError:
-        return False
-    return True

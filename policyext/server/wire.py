@@ -118,7 +118,7 @@ def parse_extender_args(
     if raw_names is not None:
         if not isinstance(raw_names, list):
             raise WireError("NodeNames: expected a list of strings")
-        if _all_strings(raw_names):
+        if all_strings(raw_names):
             names = raw_names
         else:
             names = [_string(n, f"NodeNames[{i}]") for i, n in enumerate(raw_names)]
@@ -129,7 +129,7 @@ def parse_extender_args(
     return ExtenderArgs(pod, nodes, names)
 
 
-def _all_strings(values: list[Any]) -> bool:
+def all_strings(values: list[Any]) -> bool:
     """Every value a str, checked in C: joining them fails on anything else."""
     try:
         "".join(values)
