@@ -95,7 +95,7 @@ class HotVerbs:
         self.clock = clock
         self.max_body = max_body
         self.request_deadline = request_deadline
-        self.memo: verbs.Memo = verbs.Memo()  # the one thing the verbs remember
+        self.memo: verbs.Memo = verbs.Memo()  # the replies the verbs remember
         self.names = NamesApart()  # the last NodeNames of each verb, decoded
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 

@@ -8,8 +8,9 @@ filter. Here the list is found at the end of the body, where kube-scheduler writ
 encoding/json writes ExtenderArgs as `{"Pod":...,"Nodes":null,"NodeNames":[...]}`), and
 the list decoded last for the verb is given again when its bytes are the same: the same
 list object, whose strings keep their hashes and whose slots the node table keeps
-(policy/rows.py). Any other body, or one this cannot take apart with certainty, is decoded
-whole as before.
+(policy/rows.py). prioritize is sent the nodes that passed filter, as the filter reply
+wrote them: that reply's list is what prioritize expects next. Any other body, or one this
+cannot take apart with certainty, is decoded whole as before.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class NamesApart:
     def expect(self, verb: str, encoded: bytes, names: list[str]) -> None:
         """The list a call of `verb` will likely send next, as encoded and as a list: a
         filter reply's NodeNames, which kube-scheduler sends back to prioritize for the
-        nodes to score (its strings are the node table's, already hashed)."""
+        nodes to score (its strings are the filter request's, already hashed)."""
         with self._lock:
             self._last[verb] = (encoded, names)
 
