@@ -41,6 +41,7 @@ from policyext.cel import (
     placeholder,
     reads,
 )
+from policyext.policy.masks import some
 
 Mask = npt.NDArray[np.bool_]
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
@@ -105,7 +106,7 @@ class Column:
     def decided(self) -> bool:
         """No row is unknown (asked once per column)."""
         if self._decided is None:
-            self._decided = not self.unknown.any()
+            self._decided = not some(self.unknown)
         return self._decided
 
 
@@ -140,7 +141,7 @@ class Costs:
             return None
         total = sum((cost[slots] for cost, slots in self.kept), start=sum(self.arrays))
         heavy: Mask = np.asarray(total > limit, np.bool_)
-        return heavy if heavy.any() else None
+        return heavy if some(heavy) else None
 
 
 class Rows(Protocol):
@@ -351,7 +352,7 @@ def _column(entries: list[tuple[object, float, float]], kind: type | None = None
     values = list(map(_first, entries))
     n = len(values)
     costs = np.fromiter(map(_third, entries), np.float64, n)
-    cost = costs if costs.any() else None
+    cost = costs if some(costs) else None
     kinds = Counter(map(type, values))
     if kind is None:
         kind = max(kinds, key=kinds.__getitem__) if kinds else bool
@@ -600,7 +601,7 @@ class _QuantityCompare(_Node):
         else:
             undecided = np.ones(len(a), np.bool_)
             order = np.zeros(len(a), np.float64)
-        if undecided.any():
+        if some(undecided):
             order[undecided] = 0.0
             close = undecided if target.decided() else undecided & ~target.unknown
             for i in close.nonzero()[0].tolist():

@@ -33,6 +33,7 @@ from policyext.policy.frames import (
     Request,
     node_name,
 )
+from policyext.policy.masks import every, some
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
@@ -231,7 +232,7 @@ def _rows_of(
     if source is None:
         return None
     rows = source.node_rows(list(names) if names is not None else [node_name(n) for n in nodes])
-    if rows is None or not rows.known().all():
+    if rows is None or not every(rows.known()):
         return None
     if any(rows.record(i).node is not node for i, node in enumerate(nodes)):
         return None
@@ -511,7 +512,7 @@ def _not_true_by_columns(
             return np.ones(count, np.bool_), {}
         unknown: Sequence[int] = range(count)
     elif result.kind is bool:
-        if result.unknown.any():
+        if not result.decided():
             false = ~(result.values | result.unknown)
             unknown = result.unknown.nonzero()[0].tolist()
         else:  # the common case: every row decided
@@ -527,7 +528,7 @@ def _not_true_by_columns(
             false[i] = True
         elif value is not True:
             others[i] = value
-    return false if false is not None and false.any() else None, others
+    return false if false is not None and some(false) else None, others
 
 
 def _scores_by_columns(

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from policyext.policy.masks import every, some
+
 if TYPE_CHECKING:
     from policyext.policy.resources import NodeInfo
 
@@ -258,7 +260,7 @@ class NodeTable:
         size = len(versions)
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
-        if inside.all():
+        if every(inside):
             held_versions = versions[slots]
             held_info, held_records = info_versions[slots], records[slots]
         else:
@@ -268,6 +270,6 @@ class NodeTable:
             held_records = records[at]
             held_records[~inside] = None
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
-        if gone.any():
+        if some(gone):
             slots = np.where(gone, NOWHERE, slots)
         return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records)

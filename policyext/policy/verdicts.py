@@ -13,6 +13,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from policyext.policy.masks import some
 from policyext.policy.match import PolicyMatch
 
 Mask = npt.NDArray[np.bool_]
@@ -168,7 +169,7 @@ class Evaluation:
 
     def add_plain(self, rejection: Rejection, mask: Mask) -> None:
         """`rejection` for every node of `mask` (after every rejection added before)."""
-        if not mask.any():
+        if not some(mask):
             return
         self.plain.append((rejection, mask))
         for i, verdict in self.own.items():
@@ -270,7 +271,7 @@ class Evaluation:
         return self._feasible_names(self.infeasible())
 
     def _feasible_names(self, infeasible: Mask) -> list[str]:
-        if not infeasible.any():
+        if not some(infeasible):
             return list(self.names)
         return list(compress(self.names, (~infeasible).tolist()))
 
@@ -314,7 +315,7 @@ class Evaluation:
         filed = list(map(_filed_for(plain), combinations.tolist()))
         texts = [text for _, text in filed]
         away = np.array([unresolvable for unresolvable, _ in filed], np.bool_)
-        if not away.any():
+        if not some(away):
             return Refused(_pick(names, rows), which, texts), Refused.none()
         rows_away = away[which]
         return (

@@ -18,6 +18,7 @@ import orjson
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
+from policyext.policy.masks import every
 from policyext.policy.resources import (
     LiveNodeSource,
     NodeInfo,
@@ -95,7 +96,7 @@ def _resolve(
         known = [(name, node) for name, node in found if node is not None]
         return [node for _, node in known], [name for name, _ in known], unknown
     held = rows.known()
-    if held.all():
+    if every(held):
         _check_slots(requested, rows.slots)
         return rows, rows.names, {}
     missing = np.flatnonzero(~held).tolist()
@@ -143,7 +144,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         except (KeyError, TypeError, AttributeError):
             return None
     rows = source.node_rows(names)
-    if rows is None or not rows.known().all() or _repeats_a_slot(rows.slots):
+    if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
         return None
     for i, version in enumerate(versions):
         held = rows.record(i).node.get("metadata")
