@@ -248,7 +248,7 @@ def run_filter(
         body, passed = names_filter_reply(ev, unknown)
     else:
         originals = args.raw_nodes if args.raw_nodes is not None else nodes
-        body = filter_reply(ev, unknown, originals)
+        body = nodes_filter_reply(ev, unknown, originals)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod), passed=passed)
     _remember(memo, policies, key, result)
     return result
@@ -277,15 +277,12 @@ def run_prioritize(
     return result
 
 
-def filter_reply(
-    ev: Evaluation, unknown: Mapping[str, str], originals: Sequence[object] | None
+def nodes_filter_reply(
+    ev: Evaluation, unknown: Mapping[str, str], originals: Sequence[object]
 ) -> bytes:
-    """ExtenderFilterResult of an evaluation: the names that passed (NodeNames mode,
-    `originals` None) or the nodes that passed (Nodes mode: `originals` are the request's
-    nodes, as objects or as the bytes they came in), then the failed nodes, those the
-    node source did not know first."""
-    if originals is None:
-        return names_filter_reply(ev, unknown)[0]
+    """ExtenderFilterResult of an evaluation in Nodes mode: the nodes that passed
+    (`originals` are the request's nodes, as objects or as the bytes they came in), then
+    the failed nodes, those the node source did not know first."""
     rejected, unresolvable_ = ev.rejected()
     failed_: dict[str, str] = rejected
     if unknown:
@@ -296,7 +293,9 @@ def filter_reply(
 
 
 def names_filter_reply(ev: Evaluation, unknown: Mapping[str, str]) -> tuple[bytes, Passed]:
-    """`filter_reply` in NodeNames mode, and the NodeNames it lists."""
+    """ExtenderFilterResult of an evaluation in NodeNames mode (the names that passed, then
+    the failed nodes, those the node source did not know first), and the NodeNames it
+    lists."""
     feasible, failed, unresolvable = ev.filter_outcome()
     if unknown:  # first, as the request named them
         failed = Refused(

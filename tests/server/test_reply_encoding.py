@@ -215,7 +215,7 @@ def test_the_node_by_node_evaluator_replies_the_same_way(kind: str) -> None:
     prepared = prepare(policies, POD, source, now)
     ev = prepared.evaluate(nodes, names=known, scores=False, detail=False, columns=False)
     unknown = dict.fromkeys(UNKNOWN, verbs.UNKNOWN_NODE)
-    assert verbs.filter_reply(ev, unknown, None) == plain_filter_reply(ev, UNKNOWN)
+    assert verbs.names_filter_reply(ev, unknown)[0] == plain_filter_reply(ev, UNKNOWN)
     scored = prepare(policies, POD, source, now).evaluate(
         nodes, names=known, filters=False, detail=False, columns=False
     )
