@@ -25,7 +25,7 @@ from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
 from policyext.server.direct import LARGE_REPLY, HeadLimits, plain_post, response, send_response
-from policyext.server.worker import FramingThreadWorker
+from policyext.server.worker import IN_LOOP_BODY, FramingThreadWorker
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
@@ -103,8 +103,12 @@ class Response:
 class Wire:
     """One connection to the server, on raw (or TLS) bytes: requests out, responses in."""
 
-    def __init__(self, server: ExtenderServer) -> None:
-        sock = socket.create_connection((server.host, server.port), timeout=60)
+    def __init__(self, server: ExtenderServer, receive_buffer: int | None = None) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.settimeout(60)
+        if receive_buffer is not None:  # before connecting: it sets the window offered
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        sock.connect((server.host, server.port))
         if server.tls is not None:
             sock = server.tls.wrap_socket(sock, server_hostname="localhost")
         self.sock = sock
@@ -300,8 +304,7 @@ def test_pipelined_requests_are_answered_in_order_whichever_lane_answers_each(
 def test_calls_on_a_kept_alive_connection_take_the_direct_lane_one_after_another(
     servers: Callable[[str], ExtenderServer], pause: float
 ) -> None:
-    """Back to back, the thread that answered a call picks up the next one itself; after a
-    pause longer than it waits, the event loop hands the call to a thread."""
+    """Each call is answered the moment it is whole, back to back or after a pause."""
     server = servers("plain")
     lanes = Lanes(server)
     before = lanes.direct()
@@ -312,6 +315,27 @@ def test_calls_on_a_kept_alive_connection_take_the_direct_lane_one_after_another
             verb, body = BODIES["filter NodeNames" if i % 2 else "prioritize NodeNames"]
             assert wire.exchange(call(f"/{verb}", body)).status == 200
     assert lanes.direct() - before == 20
+
+
+def test_a_client_slow_to_read_its_reply_keeps_no_other_call_waiting(
+    servers: Callable[[str], ExtenderServer],
+) -> None:
+    """The event loop answers a call of this size itself; a reply the client does not take
+    whole is sent on by a thread while the loop serves the other connections."""
+    server = servers("plain")
+    body = _many_nodes(80)
+    assert len(body) < IN_LOOP_BODY
+    with Wire(server) as fast:
+        reference = fast.exchange(call("/filter", body))
+    assert reference.status == 200 and len(reference.body) > 256 * 1024
+    with Wire(server, receive_buffer=4096) as slow:
+        slow.send(call("/filter", body))  # and nothing read yet
+        with Wire(server) as other:
+            for verb, other_body in (BODIES["filter NodeNames"], BODIES["prioritize NodeNames"]):
+                assert other.exchange(call(f"/{verb}", other_body)).status == 200
+            assert other.exchange(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status == 200
+        assert slow.response().without_date() == reference.without_date()
+        assert slow.exchange(call("/filter", FILTER)).status == 200, "the connection goes on"
 
 
 def _counters(scrape: Scrape) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -1,5 +1,5 @@
-"""The gunicorn worker: a kept-alive connection's next call is answered by the thread that
-answered the last one, without keeping other connections waiting or the server from
+"""The gunicorn worker: a kept-alive connection carries call after call, answered in the
+event loop or by a thread, without keeping other connections waiting or the server from
 stopping."""
 
 from __future__ import annotations
@@ -79,9 +79,10 @@ def test_a_busy_connection_does_not_keep_another_one_waiting(one_thread: Extende
     finally:
         stop.set()
         worker.join()
-    # served within a call or two of the busy connection's, not after a run of them (a
-    # thread answers at most MAX_IN_A_ROW calls of one connection in a row)
-    assert statistics.median(waited) <= 2, waited
+    # the busy connection's calls are answered in the event loop, the health check by a
+    # thread: it gets the interpreter when the loop next lets go of it (at the latest after
+    # the interpreter's switch interval), within a few of the busy calls, not after a run
+    assert statistics.median(waited) <= 10, waited
 
 
 def test_stopping_closes_an_idle_kept_alive_connection_and_exits_cleanly(
