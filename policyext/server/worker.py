@@ -91,7 +91,16 @@ def json_refusal(status: int, reason: str, message: str) -> bytes:
 class _Reading:
     """A connection's request being gathered by the event loop."""
 
-    __slots__ = ("buffer", "continued", "deadline", "framer", "handshaking", "idle", "started")
+    __slots__ = (
+        "buffer",
+        "continued",
+        "deadline",
+        "first_look",
+        "framer",
+        "handshaking",
+        "idle",
+        "started",
+    )
 
     def __init__(self, framer: Framer, data: bytes, deadline: float) -> None:
         self.framer = framer
@@ -101,6 +110,7 @@ class _Reading:
         self.started = time.monotonic()
         self.handshaking = False
         self.continued = False  # `100 Continue` sent
+        self.first_look = True  # not yet looked at as a plain call
 
 
 class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
@@ -217,6 +227,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
                 closed = True
                 break
             reading.buffer += data
+            if len(data) < READ_SIZE and not _tls_pending(conn.sock):
+                break  # all there was: the next read would only say so
         if reading.buffer and reading.idle:
             reading.idle = False
             reading.started = time.monotonic()
@@ -224,14 +236,25 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         self._frame(conn, reading, closed)
 
     def _frame(self, conn: Any, reading: _Reading, closed: bool = False) -> None:
-        """Hand the request to a thread once it is complete; refuse it over a limit."""
+        """Answer the request or hand it to a thread once it is complete; refuse it over a
+        limit. A plain call that arrived whole at once (kube-scheduler's, nearly always)
+        needs no framing: `plain_post` has found where it ends."""
+        if reading.first_look:
+            reading.first_look = False
+            found = self._plain_call(reading.buffer, None)
+            if found is not None:
+                self._answer_in_loop(conn, *found)
+                return
         try:
             done = reading.framer.advance(reading.buffer)
         except Refusal as r:
             self._refuse(conn, r.status, r.reason, r.message)
             return
         if done is not None:
-            if done.malformed or not self._answer_in_loop(conn, reading, done):
+            found = None if done.malformed else self._plain_call(reading.buffer, done.end)
+            if found is not None:
+                self._answer_in_loop(conn, *found)
+            else:
                 self._dispatch(conn, reading, done)
             return
         if closed:
@@ -243,25 +266,35 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             reading.continued = True  # the client waits for it before sending the body
             self._send(conn, b"HTTP/1.1 100 Continue\r\n\r\n")
 
-    def _answer_in_loop(self, conn: Any, reading: _Reading, done: Complete) -> bool:
-        """Answer a complete plain call here, in the event loop (see the module's doc);
-        False when a thread must answer the request: not a plain call, a body over
-        `IN_LOOP_BODY`, the lane closed or declining it (`conn.declined`, so that the
-        thread does not ask the lane again)."""
-        buffer = reading.buffer
+    def _plain_call(self, buffer: bytearray, end: int | None) -> tuple[bytes, PlainPost] | None:
+        """The request's bytes and its call, when it is a complete plain call for the lane
+        to be answered in the loop (see the module's doc): within the limits and
+        `IN_LOOP_BODY`, ending at `end` where the framer has found its end."""
         if not buffer.startswith(b"POST ") or not self._lane_open():
-            return False
+            return None
         data = bytes(buffer)
         call = plain_post(data, self._limits)
-        if call is None or call.end != done.end or call.end - call.body_start > IN_LOOP_BODY:
-            return False
+        if (
+            call is None
+            or (end is not None and call.end != end)
+            or call.body_start > self.max_head
+            or call.end - call.body_start > min(IN_LOOP_BODY, self.max_body)
+        ):
+            return None
+        return data, call
+
+    def _answer_in_loop(self, conn: Any, data: bytes, call: PlainPost) -> None:
+        """Answer a complete plain call here, in the event loop (see the module's doc). One
+        the lane declines goes to a thread, marked so that it does not ask again."""
         answer = self._lane_answer(call, data)
         if answer is None:
             conn.declined = True
-            return False
+            conn.continued = False
+            self._hand_over(conn, data, malformed=False)
+            return
         if answer is False:
             self._close(conn)
-            return True
+            return
         reply = response(*answer)
         try:
             sent = conn.sock.send(reply)
@@ -269,17 +302,16 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             sent = 0  # (TLS: the same bytes are written again, as OpenSSL requires)
         except (OSError, ssl.SSLError) as e:  # the client is gone: as gunicorn, quietly
             self._drop(conn, f"the reply to POST {call.path} could not be sent: {e}", DEBUG)
-            return True
+            return
         leftover = data[call.end :]
         if sent < len(reply):  # a client reading slowly: a thread waits for it, not the loop
             conn.unsent = reply[sent:]
             conn.carry = leftover
             self._hand_over(conn, b"", malformed=False)
-            return True
+            return
         reading = self._start_reading(conn, leftover)
         if leftover:  # a pipelined request: on the next turn, after the other connections
             self.method_queue.defer(self._frame_again, conn, reading)
-        return True
 
     def _frame_again(self, conn: Any, reading: _Reading) -> None:
         if self._reading.get(conn) is reading:  # (not closed or refused meanwhile)
@@ -484,6 +516,12 @@ def _read_ahead(conn: Any) -> bytes:
     if conn.parser is not None:
         data += conn.parser.unreader.take_buffered()
     return data
+
+
+def _tls_pending(sock: Any) -> bool:
+    """Whether the TLS layer holds bytes already decrypted (a plain socket holds none)."""
+    pending = getattr(sock, "pending", None)
+    return pending is not None and pending() > 0
 
 
 def _parser(cfg: Any, sock: Any, client: Any) -> Any:
