@@ -362,8 +362,8 @@ def test_the_body_limit_admits_exactly_max_body_bytes(
 def test_the_body_limit_holds_for_the_next_request_of_a_kept_alive_connection(
     server: ExtenderServer, size: int, status: int
 ) -> None:
-    """The thread that answered a call reads the next one itself: the limit is the same,
-    and so is the refusal a new connection gets."""
+    """A plain call that arrives whole is answered without framing it first: the limit is
+    the same there, and so is the refusal a new connection gets."""
     fresh = server.post("/filter", _padded(size))
     conn = server.connection()
     try:
