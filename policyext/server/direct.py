@@ -22,9 +22,10 @@ from typing import Any, Final
 from gunicorn import SERVER
 from gunicorn.util import http_date
 
-# the application's lane entry: (path, body) -> (status line, JSON reply), or None when
-# the application answers the request itself (another path, a body not the protocol's)
-Lane = Callable[[str, bytes], tuple[str, bytes] | None]
+# the application's lane entry: (path, body) -> (status line, JSON reply, what counts and
+# logs the answer: called once the reply is sent), or None when the application answers
+# the request itself (another path, a body not the protocol's)
+Lane = Callable[[str, bytes], tuple[str, bytes, Callable[[], None]] | None]
 
 # a header name gunicorn maps as is: an RFC 9110 token without "_" (gunicorn drops or
 # refuses those, and maps some of them onto the environ)

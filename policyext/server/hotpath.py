@@ -100,7 +100,17 @@ class HotVerbs:
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
     def answer(self, verb: str, data: bytes) -> bytes:
-        """The reply body; WireError for a body that is not the protocol's."""
+        """The reply body, counted and logged; WireError for a body that is not the
+        protocol's."""
+        body, account = self.decide(verb, data)
+        account()
+        return body
+
+    def decide(self, verb: str, data: bytes) -> tuple[bytes, Callable[[], None]]:
+        """The reply body, and what counts and logs the decision (the metrics, the decision
+        log, the audit trail): the worker's event loop sends the reply before calling it,
+        so that kube-scheduler, waiting on its serial path, does not wait for them too.
+        WireError for a body that is not the protocol's."""
         policies = self.store.current  # once: the request sees exactly one version
         args = extender_args(policies, data, verb, self.names)
         started = time.perf_counter()
@@ -112,40 +122,55 @@ class HotVerbs:
         seconds = time.perf_counter() - started
         if result.passed is not None:
             self.names.expect("prioritize", *result.passed)
-        self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
-        log_decision(verb, self.store, result, seconds)
-        if self.audits is not None and verb == "filter" and result.evaluation is not None:
-            self.audits.offer(args.pod, result.evaluation)
-        return result.body
+
+        def account() -> None:
+            self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
+            log_decision(verb, self.store, result, seconds)
+            if self.audits is not None and verb == "filter" and result.evaluation is not None:
+                self.audits.offer(args.pod, result.evaluation)
+
+        return result.body, account
 
     def reply(self, verb: str, path: str, data: bytes) -> tuple[int, bytes]:
         """The status and JSON body of a hot call, counted in the metrics; the 500 of an
         unexpected error is logged here. WireError for a body that is not the protocol's:
         what is wrong with it, and how that is answered and counted, is Flask's to say."""
+        status, body, account = self._reply(verb, path, data)
+        account()
+        return status, body
+
+    def _reply(self, verb: str, path: str, data: bytes) -> tuple[int, bytes, Callable[[], None]]:
+        """`reply`, with what counts and logs it still to be called."""
         try:
-            body = self.answer(verb, data)
+            body, account = self.decide(verb, data)
         except wire.WireError:
             raise
         except Exception as e:
             log.exception("unexpected error answering %s %s", "POST", path)
             status = status_of(e)
             self.metrics.count(verb, str(status))
-            return status, error_body(status, INTERNAL_ERROR)
-        self.metrics.count(verb, OK_LABEL)
-        return OK, body
+            return status, error_body(status, INTERNAL_ERROR), _nothing
+        count = self.metrics.count
 
-    def direct(self, path: str, data: bytes) -> tuple[str, bytes] | None:
+        def count_and_account() -> None:
+            count(verb, OK_LABEL)
+            account()
+
+        return OK, body, count_and_account
+
+    def direct(self, path: str, data: bytes) -> tuple[str, bytes, Callable[[], None]] | None:
         """The worker's direct lane (server/direct.py): the status line and JSON reply to a
-        POST of `data` as application/json to `path`, or None when the request is for
-        Flask to answer (another path, a body over the limit or not the protocol's)."""
+        POST of `data` as application/json to `path`, and what counts and logs it (to be
+        called once the reply is sent), or None when the request is for Flask to answer
+        (another path, a body over the limit or not the protocol's)."""
         verb = self.paths.get(path)
         if verb is None or len(data) > self.max_body:
             return None
         try:
-            status, body = self.reply(verb, path, data)
+            status, body, account = self._reply(verb, path, data)
         except wire.WireError:
             return None
-        return OK_LINE if status == OK else status_line(status), body
+        return OK_LINE if status == OK else status_line(status), body, account
 
     def wsgi(self, flask_app: WSGIApplication) -> WSGIApplication:
         """A WSGI application: the hot verbs here, everything else to `flask_app`."""
@@ -178,6 +203,10 @@ class HotVerbs:
             return [body]
 
         return app
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Failing(io.RawIOBase):

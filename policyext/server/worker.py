@@ -47,6 +47,7 @@ import selectors
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from functools import partial
 from logging import DEBUG
 from typing import Any, Final, Literal, cast
@@ -284,8 +285,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         return data, call
 
     def _answer_in_loop(self, conn: Any, data: bytes, call: PlainPost) -> None:
-        """Answer a complete plain call here, in the event loop (see the module's doc). One
-        the lane declines goes to a thread, marked so that it does not ask again."""
+        """Answer a complete plain call here, in the event loop (see the module's doc), and
+        count and log it once the reply is sent. One the lane declines goes to a thread,
+        marked so that it does not ask again."""
         answer = self._lane_answer(call, data)
         if answer is None:
             conn.declined = True
@@ -295,23 +297,26 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if answer is False:
             self._close(conn)
             return
-        reply = response(*answer)
+        status, body, account = answer
+        reply = response(status, body)
         try:
             sent = conn.sock.send(reply)
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             sent = 0  # (TLS: the same bytes are written again, as OpenSSL requires)
         except (OSError, ssl.SSLError) as e:  # the client is gone: as gunicorn, quietly
             self._drop(conn, f"the reply to POST {call.path} could not be sent: {e}", DEBUG)
+            _account(account, call.path)
             return
         leftover = data[call.end :]
         if sent < len(reply):  # a client reading slowly: a thread waits for it, not the loop
             conn.unsent = reply[sent:]
             conn.carry = leftover
             self._hand_over(conn, b"", malformed=False)
-            return
-        reading = self._start_reading(conn, leftover)
-        if leftover:  # a pipelined request: on the next turn, after the other connections
-            self.method_queue.defer(self._frame_again, conn, reading)
+        else:
+            reading = self._start_reading(conn, leftover)
+            if leftover:  # a pipelined request: on the next turn, after the other connections
+                self.method_queue.defer(self._frame_again, conn, reading)
+        _account(account, call.path)
 
     def _frame_again(self, conn: Any, reading: _Reading) -> None:
         if self._reading.get(conn) is reading:  # (not closed or refused meanwhile)
@@ -457,12 +462,15 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         answer = self._lane_answer(call, data)
         if answer is None or answer is False:
             return answer
+        status, body, account = answer
         conn.carry = data[call.end :]  # a pipelined request, for the next turn
         try:
-            send_response(conn.sock, *answer)
+            send_response(conn.sock, status, body)
         except (OSError, ssl.SSLError) as e:  # the client is gone: as gunicorn, quietly
             log.debug("the reply to POST %s could not be sent: %s", call.path, e)
             return False
+        finally:
+            _account(account, call.path)
         return True
 
     # -- the lane, from the loop or a thread
@@ -474,10 +482,11 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def _lane_answer(
         self, call: PlainPost, data: bytes
-    ) -> tuple[str, bytes] | Literal[False] | None:
-        """The lane's status line and reply to the call (counted in `nr`); None when the
-        application answers it the usual way (another path, a body not the protocol's);
-        False after an unexpected error (a bug: logged, the connection is to be closed)."""
+    ) -> tuple[str, bytes, Callable[[], None]] | Literal[False] | None:
+        """The lane's status line and reply to the call (counted in `nr`), and what counts
+        and logs it once it is sent (`_account`); None when the application answers it the
+        usual way (another path, a body not the protocol's); False after an unexpected
+        error (a bug: logged, the connection is to be closed)."""
         assert self._lane is not None
         try:
             answer = self._lane(call.path, data[call.body_start : call.end])
@@ -516,6 +525,14 @@ def _read_ahead(conn: Any) -> bytes:
     if conn.parser is not None:
         data += conn.parser.unreader.take_buffered()
     return data
+
+
+def _account(account: Callable[[], None], path: str) -> None:
+    """Count and log an answer that has been sent (the metrics, the decision log)."""
+    try:
+        account()
+    except Exception:  # the application's own bookkeeping: a bug, not the client's
+        log.exception("unexpected error counting the answer to POST %s", path)
 
 
 def _tls_pending(sock: Any) -> bool:

@@ -92,6 +92,12 @@ class ExtenderServer:
         return self.workdir / "stderr.log"
 
     def stdout_lines(self) -> list[str]:
+        """The decision lines so far. A call's line is written right after its reply is
+        sent, by the worker's event loop; a request answered after it (a health check
+        here) is read by that loop only once the line is written."""
+        if not self.stopped and self.process.poll() is None:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                self.get("/healthz")
         return self.stdout_path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def stderr_text(self) -> str:

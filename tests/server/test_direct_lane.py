@@ -508,7 +508,12 @@ def test_the_lane_leaves_to_gunicorn_a_call_after_which_it_would_close_the_conne
     ours, theirs = socket.socketpair()
     try:
         worker.wsgi = _App()
-        worker._lane = lambda path, body: ("200 OK", b'{"path": "%s"}' % path.encode())
+        accounted: list[str] = []
+        worker._lane = lambda path, body: (
+            "200 OK",
+            b'{"path": "%s"}' % path.encode(),
+            lambda: accounted.append(path),
+        )
         for key, value in state.items():
             setattr(worker, key, value)
         nr = worker.nr
@@ -525,6 +530,7 @@ def test_the_lane_leaves_to_gunicorn_a_call_after_which_it_would_close_the_conne
         assert reply.startswith(b"HTTP/1.1 200 OK\r\nServer: gunicorn\r\nDate: ")
         assert reply.endswith(b'Content-Length: 19\r\n\r\n{"path": "/filter"}')
         assert conn.carry == pipelined, "the next request stays for the next turn"
+        assert accounted == ["/filter"], "counted and logged, once"
     finally:
         ours.close()
         theirs.close()

@@ -15,7 +15,7 @@ import re
 import selectors
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,17 +39,30 @@ def call(path: str, body: bytes, extra: str = "") -> bytes:
 @dataclass
 class Lane:
     """The application's lane entry: answers each path with `reply`, or None (declines),
-    or raises; records what it was asked."""
+    or raises; records what it was asked, and what was counted (`accounted`: the path, and
+    whether the client could already read the reply when it was counted)."""
 
     reply: bytes | None = b'{"ok": true}'
     raises: bool = False
+    client: socket.socket | None = None  # the peer: whether the reply has reached it
     asked: list[tuple[str, bytes]] = field(default_factory=list)
+    accounted: list[tuple[str, bool]] = field(default_factory=list)
 
-    def __call__(self, path: str, body: bytes) -> tuple[str, bytes] | None:
+    def __call__(self, path: str, body: bytes) -> tuple[str, bytes, Callable[[], None]] | None:
         self.asked.append((path, body))
         if self.raises:
             raise RuntimeError("a bug in the lane")
-        return None if self.reply is None else ("200 OK", self.reply)
+        if self.reply is None:
+            return None
+        return "200 OK", self.reply, lambda: self.accounted.append((path, self._sent()))
+
+    def _sent(self) -> bool:
+        if self.client is None:
+            return False
+        try:
+            return bool(self.client.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return False
 
 
 class Loop:
@@ -68,6 +81,7 @@ class Loop:
         self.handed: list[Any] = []  # connections given to a thread
         worker.enqueue_req = self.handed.append
         ours, self.client = socket.socketpair()
+        lane.client = self.client
         ours.setblocking(False)
         self.conn = worker._tconn(ours, "client", "server")
         worker._start_reading(self.conn, b"")
@@ -150,6 +164,17 @@ def test_a_plain_call_is_answered_by_the_event_loop_and_its_connection_kept_for_
         assert loop.reading, "the loop waits for the next request"
         assert loop.worker.nr == n, "counted towards max_requests"
     assert lane.asked == [("/filter", b"{}"), ("/filter", b"{}")]
+
+
+def test_an_answer_is_counted_and_logged_once_its_reply_is_on_its_way(
+    loops: list[Loop],
+) -> None:
+    """kube-scheduler waits for the reply, not for the metrics and the decision log."""
+    lane = Lane()
+    loop = _loop(loops, lane)
+    loop.send(call("/filter", b"{}"))
+    assert lane.accounted == [("/filter", True)]
+    assert same_reply(loop.received(), "200 OK", b'{"ok": true}')
 
 
 HANDED: dict[str, tuple[bytes, dict[str, Any], int]] = {
