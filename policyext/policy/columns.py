@@ -174,7 +174,7 @@ class Rows(Protocol):
 class Placement:
     """Where a request's nodes are in their source's table (see Rows.placement)."""
 
-    __slots__ = ("size", "slots", "table", "versions")
+    __slots__ = ("changes", "size", "slots", "table", "versions")
 
     def __init__(
         self,
@@ -182,11 +182,14 @@ class Placement:
         size: int,
         slots: npt.NDArray[np.intp],
         versions: npt.NDArray[np.int64],
+        changes: int = -1,
     ) -> None:
         self.table = table
         self.size = size
         self.slots = slots
         self.versions = versions
+        # the table's count of version changes, read before `versions` (-1: not known)
+        self.changes = changes
 
 
 class _Kept:
@@ -194,7 +197,7 @@ class _Kept:
     version it is the value of (NOT_KEPT: none yet). The table is held weakly: the values
     kept must not keep a node source, and its nodes, alive."""
 
-    __slots__ = ("most", "stamps", "table", "whole")
+    __slots__ = ("checked", "checked_at", "most", "stamps", "table", "whole", "writes")
 
     def __init__(
         self,
@@ -207,6 +210,12 @@ class _Kept:
         self.whole = whole
         self.stamps = stamps
         self.most = most  # the most any row's evaluation charged (a bound: rows change)
+        # the slots (an array a node list keeps: rows.py) whose stamps were last found or
+        # made equal to their versions, and the table's count of changes then: while it
+        # has not moved, those rows need no check (-1: none)
+        self.checked: npt.NDArray[np.intp] | None = None
+        self.checked_at = -1
+        self.writes = 0  # stamps written, to tell whether another request wrote meanwhile
 
     def grown(self, size: int) -> _Kept:
         more = size - len(self.stamps)
@@ -276,9 +285,19 @@ class _NodeValue(_Node):
                 table = weakref.ref(placed.table)
                 kept = _Kept(table, None, np.full(placed.size, NOT_KEPT, np.int64))
             self.kept = kept = kept.grown(placed.size)
+            changes = placed.changes
+            if (
+                kept.whole is not None
+                and kept.checked is slots
+                and kept.checked_at == changes
+                and changes >= 0
+            ):  # the same rows, no node changed since they were found current
+                return _gather(kept.whole, slots), kept
             need = (kept.stamps[slots] != placed.versions).nonzero()[0]
             if not need.size and kept.whole is not None:
+                kept.checked, kept.checked_at = slots, changes
                 return _gather(kept.whole, slots), kept
+            writes = kept.writes
         positions = need.tolist()
         entries = [self._entry(rows, policy, i) for i in positions]
         if rows.timed_out():  # a deadline's errors are not the nodes': not kept
@@ -296,6 +315,10 @@ class _NodeValue(_Node):
             if fresh.cost is not None and len(fresh.cost):
                 kept.most = max(kept.most, float(fresh.cost.max()))
             kept.stamps[at] = versions
+            # every row current only if no other request wrote stamps since this one looked
+            current = kept.writes == writes
+            kept.checked, kept.checked_at = (slots, changes) if current else (None, -1)
+            kept.writes += 1
             return _gather(whole, slots), kept
 
     def _request_column(self, rows: Rows, policy: str) -> Column:

@@ -308,7 +308,7 @@ class _Run:
         if found is None:
             versions = rows.info_versions if reads_info else rows.versions
             found = self._placements[reads_info] = Placement(
-                rows.table, rows.size, rows.slots, versions
+                rows.table, rows.size, rows.slots, versions, rows.changes
             )
         return found
 

@@ -61,6 +61,7 @@ class NodeRows:
 
     __slots__ = (
         "_records",
+        "changes",
         "info_versions",
         "names",
         "nodes",
@@ -79,8 +80,11 @@ class NodeRows:
         versions: Versions,
         info_versions: Versions,
         records: npt.NDArray[np.object_],
+        changes: int = -1,
     ) -> None:
         self.table = table  # whose slots these are
+        # the table's count of version changes when the request looked (-1: not known)
+        self.changes = changes
         self.size = size  # slots in the table: arrays indexed by slot need this many rows
         self.names = names
         self.slots = slots
@@ -116,6 +120,7 @@ class NodeRows:
             self.versions[at],
             self.info_versions[at],
             self._records[at],
+            self.changes,
         )
 
 
@@ -142,6 +147,7 @@ class _Epoch:
 
     __slots__ = (
         "__weakref__",
+        "changes",
         "info_versions",
         "layout",
         "records",
@@ -153,6 +159,8 @@ class _Epoch:
     def __init__(self, capacity: int) -> None:
         self.slot_of: dict[str, int] = {}
         self.layout = 0  # changes whenever a name gets or loses its slot
+        # counts every change of a slot's versions, after the change (see rows)
+        self.changes = 0
         self.used = 0  # slots handed out
         self.records: npt.NDArray[np.object_] = np.full(capacity, None, object)
         self.versions: Versions = np.full(capacity, NOWHERE, np.int64)
@@ -163,6 +171,7 @@ class _Epoch:
         self.records[slot] = record
         self.versions[slot] = record.version
         self.info_versions[slot] = record.info_version
+        self.changes += 1
 
     def grow(self, size: int) -> None:
         # new arrays, the old ones left as they are for the readers that hold them
@@ -239,6 +248,7 @@ class NodeTable:
             if slot is not None:
                 epoch.versions[slot] = NOWHERE  # the record stays for readers holding it
                 epoch.info_versions[slot] = NOWHERE
+                epoch.changes += 1
                 epoch.layout += 1
 
     def _compact(self, old: _Epoch) -> _Epoch:
@@ -255,6 +265,8 @@ class NodeTable:
         """The rows of these names; a name the source does not hold has slot NOWHERE."""
         names = names if isinstance(names, list) else list(names)
         epoch = self._epoch
+        # read before the versions: a change after this is seen by the next request's count
+        changes = epoch.changes
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
         slots = self._slots(names, epoch)
         size = len(versions)
@@ -272,4 +284,4 @@ class NodeTable:
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
-        return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records)
+        return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records, changes)

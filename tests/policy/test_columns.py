@@ -415,3 +415,85 @@ def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
     third = run("3")
     assert third.feasible_names() == ["b", "c"]
     assert third.evaluations == 1 + 1  # only the node that changed is read again
+
+
+FREE_CPU_AND_ZONE = """
+filters:
+- {name: free-cpu, expression: "nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0"}
+- {name: not-zone-x, expression: "node.metadata.?labels.?zone.orValue('') != 'x'"}
+"""
+
+
+def _bound(name: str, node_name: str, cpu: str) -> dict[str, Any]:
+    from tests.policy.helpers import pod as make_pod
+
+    bound = make_pod(name, cpu=cpu)
+    bound["metadata"]["uid"] = name
+    bound["metadata"]["resourceVersion"] = "1"
+    bound["spec"]["nodeName"] = node_name
+    bound["status"] = {"phase": "Running"}
+    return bound
+
+
+def _modified(name: str, version: str, **kwargs: Any) -> dict[str, Any]:
+    from tests.policy.helpers import node
+
+    changed = node(name, **kwargs)
+    changed["metadata"]["resourceVersion"] = version
+    return changed
+
+
+# what happens to the cluster between two requests naming the same list of nodes
+CHANGES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "nothing": ("", "", {}),
+    "a node's labels": ("nodes", "MODIFIED", _modified("b", "2", labels={"zone": "x"})),
+    "a node's capacity": ("nodes", "MODIFIED", _modified("a", "3", cpu="8")),
+    "a pod bound to a node": ("pods", "ADDED", _bound("big", "c", "3500m")),
+    "a node removed": ("nodes", "DELETED", _modified("b", "4")),
+    "a node of the list added back": ("nodes", "ADDED", _modified("b", "5", cpu="2")),
+    "a node outside the list added": ("nodes", "ADDED", _modified("z", "1")),
+}
+
+
+def test_a_node_list_given_again_is_answered_as_afresh_whatever_changed_between() -> None:
+    """server/names.py gives the same list object for the same NodeNames: the kept columns
+    skip checking its rows while no node of the table changed, and check them again after
+    any change (the answer equals the per-node evaluator's)."""
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    policy_set = policies(policy("p", FREE_CPU_AND_ZONE))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
+    source.replace("pods", [])
+    names = list("abc")  # one list object, given again and again
+    pod = make_pod(cpu="750m")
+
+    def by_columns() -> Evaluation:
+        rows = source.node_rows(names)
+        assert rows is not None
+        held = rows.known()
+        if not held.all():  # as the verbs do: the names the source does not hold apart
+            rows = rows.only(held)
+        return prepare(policy_set, pod, source, NOW).evaluate(rows)
+
+    def afresh() -> object:
+        rows = source.node_rows(list(names))
+        assert rows is not None
+        known = [i for i, slot in enumerate(rows.slots.tolist()) if slot >= 0]
+        nodes = [rows.record(i).node for i in known]
+        ev = prepare(policy_set, pod, source, NOW).evaluate(
+            nodes, names=[names[i] for i in known], columns=False
+        )
+        return ev.feasible_names(), ev.rejected()
+
+    by_columns()
+    for change, (kind, event, obj) in CHANGES.items():
+        if kind:
+            source.apply(kind, event, obj)
+        first, again = by_columns(), by_columns()
+        expected = afresh()
+        for ev in (first, again):
+            known = ev.feasible_names(), ev.rejected()
+            assert known == expected, change
+        assert again.evaluations == 1, f"{change}: nothing read again the second time"
