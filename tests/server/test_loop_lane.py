@@ -184,6 +184,7 @@ HANDED: dict[str, tuple[bytes, dict[str, Any], int]] = {
     "a POST that is not plain": (call("/filter", b"{}", "Connection: close\r\n"), {}, 0),
     "with the worker stopping": (call("/filter", b"{}"), {"alive": False}, 0),
     "at its last request before a restart": (call("/filter", b"{}"), {"nr": 9}, 0),
+    "while a thread works on another request": (call("/filter", b"{}"), {"_working": 1}, 0),
 }
 
 
