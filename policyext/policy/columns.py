@@ -41,9 +41,8 @@ from policyext.cel import (
     placeholder,
     reads,
 )
-from policyext.policy.masks import some
+from policyext.policy.masks import Mask, some
 
-Mask = npt.NDArray[np.bool_]
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
 EXACT_INT: Final = 2.0**53
 # a quantity whose approximation is this close to the constant's is compared exactly

@@ -33,7 +33,7 @@ from policyext.policy.frames import (
     Request,
     node_name,
 )
-from policyext.policy.masks import every, some
+from policyext.policy.masks import Mask, every, some
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
@@ -41,7 +41,6 @@ from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import (
     AuditScore,
     Evaluation,
-    Mask,
     NodeVerdict,
     Rejection,
     RuleScore,

@@ -13,10 +13,9 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from policyext.policy.masks import some
+from policyext.policy.masks import Mask, some
 from policyext.policy.match import PolicyMatch
 
-Mask = npt.NDArray[np.bool_]
 # between the messages of the rules that rejected a node
 MESSAGE_SEPARATOR: Final = "; "
 
