@@ -45,6 +45,8 @@ from policyext.policy.masks import Mask, some
 
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
 EXACT_INT: Final = 2.0**53
+# rows refreshed in a kept column one by one rather than as a column of their own
+FEW_ROWS: Final = 8
 # a quantity whose approximation is this close to the constant's is compared exactly
 QUANTITY_TOLERANCE: Final = 1e-9
 # node values that used more than this share of the cost budget together: their row is
@@ -306,13 +308,18 @@ class _NodeValue(_Node):
             if self.kept is not kept:  # the table started over meanwhile: nothing kept
                 return self._request_column(rows, policy), None
             whole = kept.whole
-            fresh = _column(entries, whole.kind if whole is not None else None)
-            if whole is None:
-                whole = kept.whole = _extend(_empty(fresh.kind, fresh), len(kept.stamps))
             at = slots[need]
-            _scatter(whole, at, fresh)
-            if fresh.cost is not None and len(fresh.cost):
-                kept.most = max(kept.most, float(fresh.cost.max()))
+            if whole is not None and len(entries) <= FEW_ROWS and _write_rows(whole, at, entries):
+                # a node or two changed since the last request (a pod bound to each): their
+                # values go straight into the kept column, not through a column of their own
+                kept.most = max(kept.most, *map(_third, entries))
+            else:
+                fresh = _column(entries, whole.kind if whole is not None else None)
+                if whole is None:
+                    whole = kept.whole = _extend(_empty(fresh.kind, fresh), len(kept.stamps))
+                _scatter(whole, at, fresh)
+                if fresh.cost is not None and len(fresh.cost):
+                    kept.most = max(kept.most, float(fresh.cost.max()))
             kept.stamps[at] = versions
             # every row current only if no other request wrote stamps since this one looked
             current = kept.writes == writes
@@ -366,6 +373,37 @@ def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
     whole.cost[at] = fresh.cost if fresh.cost is not None else 0.0
 
 
+def _write_rows(
+    whole: Column, at: npt.NDArray[np.intp], entries: list[tuple[object, float, float]]
+) -> bool:
+    """`_scatter` of the column `_column` would make of these entries, for a few entries
+    all of the kept column's kind (False, and nothing written, otherwise)."""
+    kind = whole.kind
+    if kind not in _KINDS or any(type(entry[0]) is not kind for entry in entries):
+        return False
+    values, unknown = whole.values, whole.unknown
+    objects = whole.objects.copy() if whole.objects is not None else None  # see _scatter
+    assert whole.cost is not None
+    for slot, (value, approx, cost) in zip(at.tolist(), entries, strict=True):
+        if kind is Quantity:
+            values[slot] = approx
+            unknown[slot] = False
+        elif kind is int:
+            values[slot] = value
+            unknown[slot] = abs(value) > EXACT_INT  # type: ignore[arg-type]
+        elif kind is float:
+            values[slot] = value
+            unknown[slot] = math.isnan(value)  # type: ignore[arg-type]
+        else:
+            values[slot] = value
+            unknown[slot] = False
+        if objects is not None:
+            objects[slot] = value
+        whole.cost[slot] = cost
+    whole.objects = objects
+    return True
+
+
 _first = operator.itemgetter(0)
 
 
@@ -391,7 +429,8 @@ def _column(entries: list[tuple[object, float, float]], kind: type | None = None
             return Column(bool, np.array(clean, np.bool_), unknown, cost=cost)
         array = np.array(clean, np.float64)
         if kind is int:
-            unknown = unknown | (np.abs(array) > EXACT_INT)
+            # (>=: an int past 2^53 may have been rounded to it)
+            unknown = unknown | (np.abs(array) >= EXACT_INT)
         else:
             unknown = unknown | np.isnan(array)
         return Column(kind, array, unknown, cost=cost)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kubernetes import client as k8s
@@ -368,6 +369,54 @@ def test_the_column_evaluator_agrees_with_the_per_node_evaluator_on_every_node(
             assert picture(in_request) == picture(exact)
 
 
+def _cluster(made: list[Any]) -> tuple[ClusterSource, list[str]]:
+    """The nodes and bound pods of `made` in a live node source fed by hand."""
+    snap, node_list = snapshot(made)
+    source = ClusterSource(k8s.ApiClient())  # no API server
+    source.replace("nodes", node_list)
+    bound = [p for p in snap.pods if p.get("spec", {}).get("nodeName")]
+    for pod in bound:
+        pod["metadata"]["resourceVersion"] = "1"
+    source.replace("pods", bound)
+    return source, [n["metadata"]["name"] for n in node_list]
+
+
+@SETTINGS
+@given(
+    st.lists(POLICY, min_size=1, max_size=2),
+    st.lists(pods(), min_size=2, max_size=3),
+    nodes(),
+    st.lists(st.tuples(st.integers(0, 6), nodes(), CPU), min_size=1, max_size=3),
+)
+def test_the_values_kept_for_nodes_that_changed_are_those_of_their_new_versions(
+    specs: list[dict[str, Any]],
+    the_pods: list[dict[str, Any]],
+    made: list[Any],
+    changes: list[tuple[int, list[tuple[dict[str, Any], list[str]]], str]],
+) -> None:
+    """A few nodes change between two calls (new labels, a pod bound): the kept columns
+    take their new values row by row, of whatever kind they now are (a label that stops
+    being a number, an error), and answer as the per-node evaluator does."""
+    policies = policy_set(specs)
+    source, names = _cluster(made)
+    first, *later = the_pods
+    prepare(policies, first, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    for version, (index, drawn, cpu) in enumerate(changes, start=2):
+        name = names[index % len(names)]
+        node = {"kind": "Node", **json.loads(json.dumps(drawn[0][0]))}
+        node["metadata"] = {**node["metadata"], "name": name, "resourceVersion": str(version)}
+        source.apply("nodes", "MODIFIED", node)
+        source.apply("pods", "ADDED", _bound(f"new-{version}", name, cpu))
+    for pod in later:
+        exact = prepare(policies, pod, source, NOW).evaluate(
+            [source.get_node(n) for n in names],  # type: ignore[misc]
+            names=names,
+            columns=False,
+        )
+        kept = prepare(policies, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+        assert picture(kept) == picture(exact)
+
+
 @SETTINGS
 @given(POLICY, pods(), nodes(), st.sampled_from([40, 120, 400]))
 def test_the_column_evaluator_agrees_when_the_cost_budget_runs_out(
@@ -497,3 +546,82 @@ def test_a_node_list_given_again_is_answered_as_afresh_whatever_changed_between(
             known = ev.feasible_names(), ev.rejected()
             assert known == expected, change
         assert again.evaluations == 1, f"{change}: nothing read again the second time"
+
+
+# a node value of each kind a kept column holds (in a filter or a score), and a change of
+# node "b" between two calls (new labels, a pod bound to it), which the kept column takes row
+# by row; each change changes the answer
+ROW_CHANGES: dict[str, tuple[str, str, dict[str, str], dict[str, str]]] = {
+    "a bool": ("filters", "node.metadata.?labels.?zone.orValue('') == 'a'", {}, {"zone": "b"}),
+    "a string": (
+        "filters",
+        "node.metadata.?labels.?zone.orValue('') == pod.metadata.labels.zone",
+        {},
+        {"zone": "b"},
+    ),
+    "an int": ("filters", "int(node.metadata.labels.rank) > int(pod.metadata.labels.rank)", {}, {}),
+    "an int past 2^53": (
+        "filters",
+        "int(node.metadata.labels.rank) > int(pod.metadata.labels.big)",
+        {"rank": "9007199254740992"},
+        {"rank": "9007199254740993"},  # the same double: told apart exactly
+    ),
+    "a double": ("scores", "double(node.metadata.labels.weight) * 2.0", {}, {"weight": "4.5"}),
+    "a NaN": ("scores", "double(node.metadata.labels.weight) * 2.0", {}, {"weight": "nan"}),
+    # free CPU 2, then exactly the pod's request: told apart by the quantities themselves
+    "a quantity": ("filters", "nodeInfo.free.cpu.compareTo(podRequests.cpu) > 0", {}, {}),
+    "an int that becomes an error": (
+        "filters",
+        "int(node.metadata.labels.rank) > int(pod.metadata.labels.rank)",
+        {},
+        {"rank": "x"},
+    ),
+    "an error that becomes an int": (
+        "filters",
+        "int(node.metadata.labels.rank) > int(pod.metadata.labels.rank)",
+        {"rank": "x"},
+        {"rank": "9"},
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ROW_CHANGES)
+def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str) -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    section, expression, before, after = ROW_CHANGES[kind]
+    policy_set = policies(policy("p", f'{section}:\n- {{name: r, expression: "{expression}"}}\n'))
+    ranks = {"a": "1", "b": "5", "c": "9"}
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace(
+        "nodes",
+        [
+            node(n, cpu="2", labels={"rank": ranks[n], "weight": "1.5", "zone": "a", **before})
+            for n in "abc"
+        ],
+    )
+    source.replace("pods", [])
+    names = list("abc")
+    pod = make_pod(cpu="1500m", labels={"zone": "a", "rank": "4", "big": "9007199254740992"})
+
+    def answers() -> tuple[object, object]:
+        rows = source.node_rows(names)
+        kept = prepare(policy_set, pod, source, NOW).evaluate(rows)  # type: ignore[arg-type]
+        nodes = [source.get_node(n) for n in names]
+        exact = prepare(policy_set, pod, source, NOW).evaluate(
+            nodes,  # type: ignore[arg-type]
+            names=names,
+            columns=False,
+        )
+        return picture(kept), picture(exact)
+
+    kept, exact = answers()
+    assert kept == exact
+    changed = node("b", cpu="2", labels={"rank": "3", "weight": "1.5", "zone": "a", **after})
+    changed["metadata"]["resourceVersion"] = "2"
+    source.apply("nodes", "MODIFIED", changed)
+    source.apply("pods", "ADDED", _bound("big", "b", "500m"))
+    kept_after, exact_after = answers()
+    assert kept_after == exact_after
+    assert kept_after != kept, "the change changes the answer"
