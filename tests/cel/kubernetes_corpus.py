@@ -142,6 +142,13 @@ ACCEPTED: Final = [
     "'%s'.format([{1: 'a', 2: 'b'}])",
     "'%s %s'.format([double('NaN'), double('-Inf')])",
     "'%s'.format([[double('NaN')]])",
+    # strings quoted inside a list or a map: control characters and non-printing runes as
+    # Go's strconv.Quote writes them (\x01, \x7f, \u00a0, \U000e0001), invalid UTF-8 bytes too
+    "'%s'.format([['a\\x01b', 'c\\x7fd', 'e\\u00a0f', 'g\\U000e0001h', 'tab\\tx\\\\']])",
+    "'%s'.format([{'k\\x02': 1}])",
+    "'%s'.format([[b'\\x01\\xc3\\xa9']])",
+    "'%s'.format([[b'\\x01\\xff']])",  # not UTF-8: an error, as Kubernetes says
+    "'%s'.format([b'\\xc3\\xa9\\xff'])",
     "'%s'.format(['tab\\there \"quoted\"'])",
     "'%s'.format([['tab\\there \"quoted\"']])",
 ]

@@ -18,7 +18,7 @@ from typing import Final, TypeGuard
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.lib.strings import GO_ESCAPES, scan_cost
+from policyext.cel.lib.strings import go_quote, scan_cost
 from policyext.cel.values import (
     NANOS_PER_SECOND,
     CELType,
@@ -147,7 +147,7 @@ def format_value(value: object) -> str:
     if isinstance(value, float):
         return _go_g(value)
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        return _utf8(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_member(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -169,9 +169,9 @@ def _member(value: object) -> str:
     """An element of a list or a map's value inside `%s`: strings and bytes quoted, doubles
     with six decimals, durations and timestamps as the calls that make them."""
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)
     if isinstance(value, bytes):
-        return "b" + _go_quote(value.decode("utf-8", errors="replace"))
+        return "b" + go_quote(_utf8(value))
     if isinstance(value, float):
         text = _go_fixed(value, DEFAULT_PRECISION)
         return f'"{text}"' if math.isnan(value) or math.isinf(value) else text
@@ -182,29 +182,24 @@ def _member(value: object) -> str:
     return format_value(value)
 
 
+def _utf8(value: bytes) -> str:
+    """Bytes as the text they encode: Kubernetes' formatter refuses bytes that are not
+    UTF-8 rather than print replacement characters."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _FormatError(
+            'could not convert argument "invalid UTF-8 in bytes, cannot convert to string"'
+            " to string"
+        ) from None
+
+
 def _key(value: object) -> str:
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)
     if isinstance(value, bool) or _is_integer(value):
         return format_value(value)
     raise _FormatError(f"no formatting function for map key of type {type_name(value)}")
-
-
-def _go_quote(text: str) -> str:
-    """A string quoted as Go's %q quotes it."""
-    out = ['"']
-    for ch in text:
-        escaped = GO_ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _go_special(value: float) -> str | None:

@@ -22,33 +22,11 @@ from typing import ClassVar, Final
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.lib.strings import GO_ESCAPES
+from policyext.cel.lib.strings import go_quote
 from policyext.cel.values import no_such_overload
 
 _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 _MAPPED_PREFIX: Final = 0xFFFF  # bits 32..47 of an IPv4-mapped IPv6 address
-
-
-def go_quote(s: str) -> str:
-    """Go's strconv.Quote, which Kubernetes' messages use (`%q`). Lone surrogates from
-    the `surrogateescape` error handler stand for bytes that are not UTF-8: `\\xNN`."""
-    out = ['"']
-    for c in s:
-        code = ord(c)
-        if c in GO_ESCAPES:
-            out.append(GO_ESCAPES[c])
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif c.isprintable():
-            out.append(c)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 _quote = go_quote

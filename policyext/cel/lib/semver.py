@@ -20,7 +20,7 @@ from typing import ClassVar, Final
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.lib.net import go_quote
+from policyext.cel.lib.strings import go_quote
 from policyext.cel.values import no_such_overload
 
 _UINT64_MAX: Final = 2**64 - 1

@@ -300,6 +300,31 @@ GO_ESCAPES: Final = {
     "\\": "\\\\",
     '"': '\\"',
 }
+
+
+def go_quote(s: str) -> str:
+    """Go's strconv.Quote (`%q`), which Kubernetes' messages and its formatter's quoted
+    strings use. Lone surrogates from the `surrogateescape` error handler stand for bytes
+    that are not UTF-8: `\\xNN`, as Go writes an invalid byte."""
+    out = ['"']
+    for c in s:
+        code = ord(c)
+        if c in GO_ESCAPES:
+            out.append(GO_ESCAPES[c])
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif c.isprintable():
+            out.append(c)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 _QUOTE_ESCAPES: Final = str.maketrans(
     {
         **GO_ESCAPES,

@@ -25,7 +25,8 @@ from typing import ClassVar, Final
 
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.lib.net import AddressError, go_quote, parse_address
+from policyext.cel.lib.net import AddressError, parse_address
+from policyext.cel.lib.strings import go_quote
 from policyext.cel.values import no_such_overload
 
 _ALNUM: Final = string.ascii_letters + string.digits
