@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from itertools import compress
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
@@ -392,11 +392,17 @@ def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
 
 def _filed_for(plain: list[tuple[Rejection, Mask]]) -> Callable[[int], tuple[bool, str]]:
     """Where a node with just the plain rejections whose bits are set in a code goes,
-    and its message (each code worked out once)."""
+    and its message (each code worked out once; a dict, not functools.cache, whose
+    wrapper costs more to make than the few codes of a request cost to look up)."""
+    rejections = [r for r, _ in plain]
+    known: dict[int, tuple[bool, str]] = {}
 
-    @cache
     def filed(code: int) -> tuple[bool, str]:
-        return _filed(tuple(r for bit, (r, _) in enumerate(plain) if code >> bit & 1))
+        found = known.get(code)
+        if found is None:
+            chosen = tuple(r for bit, r in enumerate(rejections) if code >> bit & 1)
+            found = known[code] = _filed(chosen)
+        return found
 
     return filed
 
