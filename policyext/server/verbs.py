@@ -124,7 +124,18 @@ def _check_slots(names: list[str], slots: npt.NDArray[np.intp]) -> None:
 
 def _repeats_a_slot(slots: npt.NDArray[np.intp]) -> bool:
     """Whether two of these slots (of names the node source holds) are one."""
-    return len(slots) > 1 and bool(np.bincount(slots).max() > 1)
+    global _distinct_slots  # noqa: PLW0603 - one reference, replaced whole
+    if slots is _distinct_slots:
+        return False
+    repeats = len(slots) > 1 and bool(np.bincount(slots).max() > 1)
+    if not repeats and not slots.flags.writeable:
+        _distinct_slots = slots
+    return repeats
+
+
+# the last slots found distinct, when they are the node table's own (read-only): a list of
+# names given again (server/names.py) comes back as the very same slots (policy/rows.py)
+_distinct_slots: npt.NDArray[np.intp] | None = None
 
 
 def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> NodeRows | None:

@@ -101,3 +101,22 @@ def test_the_hot_path_refuses_a_repeat_after_a_reply_to_the_same_names_was_remem
         assert hot.answer(verb, orjson.dumps(body))
         with pytest.raises(wire.WireError, match=f"NodeNames: {first!r} appears more than once"):
             hot.answer(verb, orjson.dumps({**body, "NodeNames": names}))
+
+
+@pytest.mark.parametrize(("names", "first"), REPEATS)
+def test_a_repeat_is_refused_after_the_same_distinct_names_were_checked_again_and_again(
+    names: list[str], first: str
+) -> None:
+    """The node table gives a list sent again (server/names.py) the very same slots, which
+    are not checked twice; a list naming a node twice is never taken for them."""
+    store = PolicyStore()
+    store.reload(lambda: POLICY, "test")
+    hot = HotVerbs(store, MovingSource(NODES), Metrics(), time.time_ns, 1 << 30, "")
+    distinct = orjson.dumps({"Pod": POD, "Nodes": None, "NodeNames": list(dict.fromkeys(names))})
+    repeated = orjson.dumps({"Pod": POD, "Nodes": None, "NodeNames": names})
+    for _ in range(3):
+        for verb in ("filter", "prioritize"):
+            assert hot.direct(f"/{verb}", distinct) is not None
+            assert hot.direct(f"/{verb}", repeated) is None  # for Flask to refuse
+            with pytest.raises(wire.WireError, match=f"NodeNames: {first!r} appears more"):
+                hot.answer(verb, repeated)
