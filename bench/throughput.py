@@ -617,7 +617,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4, help="the extender's --threads")
     parser.add_argument("--workers", type=int, default=1, help="the extender's --workers")
     parser.add_argument("--timeout", type=float, default=300, help="per run, seconds")
