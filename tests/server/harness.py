@@ -17,7 +17,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,26 @@ class ExtenderServer:
     def stderr_path(self) -> Path:
         return self.workdir / "stderr.log"
 
-    def stdout_lines(self) -> list[str]:
+    def stdout_lines(self, until: Callable[[list[str]], bool] | None = None) -> list[str]:
         """The decision lines so far. A call's line is written right after its reply is
         sent, by the worker's event loop; a request answered after it (a health check
-        here) is read by that loop only once the line is written."""
+        here) is read by that loop only once the line is written. A call a thread answered
+        (the loop leaves calls to the threads while one of them works) is logged by that
+        thread after its reply, which no later request waits for: `until` says which
+        lines are awaited (the lines are read again until they hold, up to a limit on a
+        bug, after which they are returned as they are, for the test to say what is
+        missing)."""
         if not self.stopped and self.process.poll() is None:
             with contextlib.suppress(OSError, http.client.HTTPException):
                 self.get("/healthz")
+        lines = self._stdout()
+        started = time.monotonic()
+        while until is not None and not until(lines) and time.monotonic() - started < 60.0:
+            time.sleep(0.02)
+            lines = self._stdout()
+        return lines
+
+    def _stdout(self) -> list[str]:
         return self.stdout_path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def stderr_text(self) -> str:

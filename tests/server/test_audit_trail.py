@@ -58,8 +58,13 @@ def _scrape(server: ExtenderServer) -> Scrape:
 
 
 def _records_of(server: ExtenderServer, pod_id: str) -> list[dict[str, Any]]:
-    lines = [json.loads(line) for line in server.stdout_lines() if line.strip()]
-    return [r for r in lines if r.get("pod") == pod_id]
+    """The decision lines of one pod, at least one awaited (harness.stdout_lines)."""
+
+    def of_pod(lines: list[str]) -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in lines if line.strip()]
+        return [r for r in records if r.get("pod") == pod_id]
+
+    return of_pod(server.stdout_lines(lambda lines: bool(of_pod(lines))))
 
 
 def _pod() -> tuple[dict[str, Any], str]:

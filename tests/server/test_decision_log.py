@@ -7,6 +7,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,12 +23,25 @@ NODES = ["general-a", "general-b", "general-c", "spot-c", "gpu-a", "payments-b"]
 CRITICAL = fixture("filter-names.request.json")["Pod"]
 
 
-def _records(server: ExtenderServer) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in server.stdout_lines() if line.strip()]
+def _records(
+    server: ExtenderServer, until: Callable[[list[dict[str, Any]]], bool] | None = None
+) -> list[dict[str, Any]]:
+    """The decision lines as records; `until`: the records awaited (harness.stdout_lines)."""
+
+    def parsed(lines: list[str]) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in lines if line.strip()]
+
+    wanted = None if until is None else lambda lines: until(parsed(lines))
+    return parsed(server.stdout_lines(wanted))
 
 
-def _records_of(server: ExtenderServer, pod_id: str) -> list[dict[str, Any]]:
-    return [r for r in _records(server) if r.get("pod") == pod_id]
+def _records_of(server: ExtenderServer, pod_id: str, awaited: bool = True) -> list[dict[str, Any]]:
+    """The records of one pod: at least one awaited, unless `awaited` is False."""
+
+    def of_pod(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in records if r.get("pod") == pod_id]
+
+    return of_pod(_records(server, (lambda r: bool(of_pod(r))) if awaited else None))
 
 
 def _unique_pod(namespace: str = "shop", **kwargs: Any) -> tuple[dict[str, Any], str]:
@@ -97,13 +111,13 @@ def test_other_requests_write_no_decision_line(
     demo_server.post_json(
         "/filter", args_with_names(pod("marker-" + pod_id.split("/")[1]), ["general-a"])
     )
-    assert _records_of(demo_server, pod_id) == []
     assert _records_of(demo_server, "default/marker-" + pod_id.split("/")[1])  # the log works
+    assert _records_of(demo_server, pod_id, awaited=False) == []
 
 
 def test_stdout_carries_nothing_but_json_decision_lines(demo_server: ExtenderServer) -> None:
     demo_server.post_json("/filter", args_with_names(pod("any"), NODES))
-    lines = [line for line in demo_server.stdout_lines() if line.strip()]
+    lines = [line for line in demo_server.stdout_lines(any) if line.strip()]
     assert lines
     for line in lines:
         record = json.loads(line)
@@ -134,7 +148,11 @@ def test_at_debug_level_every_node_of_a_filter_gets_a_line_of_its_own(
     ]
     before = len(_records(debug_server))
     debug_server.post_json("/filter", args_with_nodes(pod("debug-1"), nodes))
-    new = _records(debug_server)[before:]
+
+    def logged(records: list[dict[str, Any]]) -> bool:  # the summary and a line per node
+        return len([r for r in records[before:] if r.get("pod") == "default/debug-1"]) >= 3
+
+    new = _records(debug_server, logged)[before:]
     per_node = {r["node"]: r for r in new if "node" in r}
     assert per_node["pool-1"]["feasible"] is True
     assert per_node["batch-1"]["feasible"] is False
