@@ -186,9 +186,15 @@ def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(
 
     message = eventually(with_our_reason, timeout=60)[0]["message"]
     assert message.startswith("0/")  # the scheduler's own summary, with our reason in it
-    stored = admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
-    assert not stored["spec"].get("nodeName")
-    condition = {c["type"]: c for c in stored["status"].get("conditions", [])}["PodScheduled"]
+
+    def scheduled_condition() -> dict[str, Any] | None:
+        # written by the scheduler in a call of its own after the Event: awaited too
+        stored = admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+        assert not stored["spec"].get("nodeName")
+        conditions = {c["type"]: c for c in stored["status"].get("conditions", [])}
+        return conditions.get("PodScheduled")
+
+    condition = eventually(scheduled_condition, timeout=60)
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
 
 
