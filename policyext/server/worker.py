@@ -476,14 +476,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             return answer
         status, body, account = answer
         conn.carry = data[call.end :]  # a pipelined request, for the next turn
-        # counted and logged before the reply, here: the loop may give the client's next
-        # request (a scrape, say) to another thread the moment the reply is out
-        _account(account, call.path)
         try:
             send_response(conn.sock, status, body)
         except (OSError, ssl.SSLError) as e:  # the client is gone: as gunicorn, quietly
             log.debug("the reply to POST %s could not be sent: %s", call.path, e)
             return False
+        finally:
+            _account(account, call.path)
         return True
 
     # -- the lane, from the loop or a thread

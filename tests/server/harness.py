@@ -94,10 +94,12 @@ class ExtenderServer:
     def stdout_lines(self, until: Callable[[list[str]], bool] | None = None) -> list[str]:
         """The decision lines so far. A call's line is written right after its reply is
         sent, by the worker's event loop; a request answered after it (a health check
-        here) is read by that loop only once the line is written (a call a thread answers
-        is logged before its reply). `until`: the lines awaited, read again until they
-        hold, up to a limit on a bug, after which they are returned as they are for the
-        test to say what is missing."""
+        here) is read by that loop only once the line is written. A call a thread answered
+        (the loop leaves calls to the threads while one of them works) is logged by that
+        thread after its reply, which no later request waits for: `until` says which
+        lines are awaited (the lines are read again until they hold, up to a limit on a
+        bug, after which they are returned as they are, for the test to say what is
+        missing)."""
         if not self.stopped and self.process.poll() is None:
             with contextlib.suppress(OSError, http.client.HTTPException):
                 self.get("/healthz")
