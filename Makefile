@@ -69,8 +69,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # kube-scheduler with and without the extender on one real control plane (500 fake nodes,
-# 1,000 pods, three rounds: rates vary from run to run, the median of three less; a few
-# minutes); writes docs/benchmarks-throughput.md
+# 1,000 pods, five rounds, the runs' order turning each round: rates vary from run to run,
+# their median less; about ten minutes); writes docs/benchmarks-throughput.md
 bench-throughput: e2e-binaries
 	$(BIN)/python -m bench.throughput
 

@@ -467,7 +467,9 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
     setup = [
         f"kube-scheduler {KUBERNETES_VERSION} schedules {settings['pods']:,} pods onto",
         f"{settings['nodes']} fake Nodes of one real etcd and kube-apiserver, all on the",
-        "machine below together with the extender and the benchmark itself. Per round: the",
+        "machine below together with the extender and the benchmark itself. Per round (the",
+        "order of the runs turns by one from round to round, so that no run always follows",
+        "the same other: a run leaves the API server and etcd busier for a moment): the",
         "stock scheduler; one calling the Go baseline extender of `python -m bench`",
         "(`bench/go-extender/`, the benchmark policy compiled in, its nodes from a snapshot):",
         "what any extender costs here; and ones calling policyext as `policyext config`",
@@ -617,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=4, help="the extender's --threads")
     parser.add_argument("--workers", type=int, default=1, help="the extender's --workers")
     parser.add_argument("--timeout", type=float, default=300, help="per run, seconds")
@@ -664,8 +666,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         snapshot = write_node_snapshot(admin, Path(work) / "nodes.json")
         if not args.only or VARIANTS.get(args.only, Variant("")).go:
             targets.build_go_extender()
+        runs = (STOCK, *VARIANTS)
         for round_ in range(1, args.rounds + 1):
-            for label in (STOCK, *VARIANTS):
+            turn = (round_ - 1) % len(runs)
+            for label in runs[turn:] + runs[:turn]:
                 if args.only and label != args.only:
                     continue
                 result = _run_variant(plane, admin, label, args, kubeconfig, rules, snapshot)

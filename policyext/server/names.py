@@ -8,9 +8,11 @@ filter. Here the list is found at the end of the body, where kube-scheduler writ
 encoding/json writes ExtenderArgs as `{"Pod":...,"Nodes":null,"NodeNames":[...]}`), and
 the list decoded last for the verb is given again when its bytes are the same: the same
 list object, whose strings keep their hashes and whose slots the node table keeps
-(policy/rows.py). prioritize is sent the nodes that passed filter, as the filter reply
-wrote them: that reply's list is what prioritize expects next. Any other body, or one this
-cannot take apart with certainty, is decoded whole as before.
+(policy/rows.py). A list that is a run of the cycle of nodes the scheduler walks (on a
+larger cluster, each pod a new window of it) is a slice of that cycle's decoded names
+(server/name_ring.py). prioritize is sent the nodes that passed filter, as the filter
+reply wrote them: that reply's list is what prioritize expects next. Any other body, or
+one this cannot take apart with certainty, is decoded whole as before.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Final
 
 import orjson
 
+from policyext.server.name_ring import NameRing
 from policyext.server.wire import all_strings
 
 # where kube-scheduler's list starts: a top-level key after the Pod (and Nodes)
@@ -33,6 +36,7 @@ class NamesApart:
 
     def __init__(self) -> None:
         self._last: dict[str, _Last] = {}
+        self._rings: dict[str, NameRing] = {}  # per verb: the cycle its lists are runs of
         self._lock = threading.Lock()
 
     def split(self, verb: str, body: bytes) -> tuple[dict[str, Any], list[str]] | None:
@@ -67,6 +71,11 @@ class NamesApart:
         last = self._last.get(verb)
         if last is not None and last[0] == segment:
             return last[1]
+        ring = self._rings.get(verb)
+        if ring is not None:
+            run = ring.find(segment)
+            if run is not None:
+                return run
         try:
             names = orjson.loads(segment)
         except orjson.JSONDecodeError:
@@ -75,4 +84,8 @@ class NamesApart:
             return None
         with self._lock:
             self._last[verb] = (segment, names)
+            ring = self._rings.get(verb)
+            if ring is None:
+                ring = self._rings[verb] = NameRing()
+            ring.learn(segment, names)
         return names
