@@ -1,9 +1,11 @@
 """The headline measurement: pods never seen before, each sent once, as kube-scheduler
 sends them.
 
-For each pod: filter with every node of the cluster (its names, or the whole NodeList),
-then prioritize with the nodes that passed, one keep-alive connection per server, one call
-at a time. The servers compared run side by side and take turns pod by pod, so that the
+For each pod: filter with the nodes kube-scheduler would send it (`Bodies.window`: a share
+of the cluster from where the last pod's walk stopped, in the order its parallel filters
+finished them; as names, or as a NodeList), then prioritize with the nodes that passed in
+the order the filter reply gave them, one keep-alive connection per server, one call at a
+time. The servers compared run side by side and take turns pod by pod, so that the
 machine's drift during a run (other work, frequency, the host) touches them alike and their
 ratio stays meaningful. A few other pods go first, untimed (the warm-up). Every reply is
 checked against the reference of `bench.policy`, and what each server decided (feasible
@@ -14,6 +16,7 @@ servers decided alike on every node for every pod.
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -55,6 +58,21 @@ class DistinctRun:
     decisions: list[Decision]
 
 
+# kube-scheduler's minFeasibleNodesToFind and minFeasibleNodesPercentageToFind
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_TO_FIND = 5
+
+
+def nodes_to_find(nodes: int) -> int:
+    """How many nodes kube-scheduler sends an extender's filter on a cluster of `nodes`
+    whose nodes all pass its own plugins: its numFeasibleNodesToFind with the default
+    (adaptive) percentageOfNodesToScore. 230 of 500 nodes, 500 of 5,000."""
+    if nodes < MIN_NODES_TO_FIND:
+        return nodes
+    percentage = max(MIN_PERCENTAGE_TO_FIND, 50 - nodes // 125)
+    return max(MIN_NODES_TO_FIND, nodes * percentage // 100)
+
+
 class Bodies:
     """The request bodies of a workload, assembled from bytes encoded once (the node
     objects are the bulk of a NodeList request), so that building one costs little."""
@@ -62,13 +80,22 @@ class Bodies:
     def __init__(self, workload: Workload) -> None:
         self.names = [n["metadata"]["name"] for n in workload.nodes]
         self._node_bytes = {n["metadata"]["name"]: encode(n) for n in workload.nodes}
-        self._all_names = encode(self.names)
-        self._all_items = b",".join(self._node_bytes[n] for n in self.names)
+        self.window_size = nodes_to_find(len(self.names))
 
-    def filter(self, pod: Json, mode: Mode) -> bytes:
+    def window(self, turn: int) -> list[str]:
+        """The nodes kube-scheduler sends filter for its `turn`-th pod: `window_size` of
+        them from where the last pod's walk stopped, round the cluster, in the order its
+        parallel filter goroutines finished them (a shuffle, the same for every server)."""
+        size, count = self.window_size, len(self.names)
+        start = turn * size % count
+        window = [self.names[(start + k) % count] for k in range(size)]
+        random.Random(turn).shuffle(window)
+        return window
+
+    def filter(self, pod: Json, mode: Mode, names: Sequence[str]) -> bytes:
         if mode == "names":
-            return b'{"Pod":%b,"Nodes":null,"NodeNames":%b}' % (encode(pod), self._all_names)
-        return self._node_list(encode(pod), self._all_items)
+            return b'{"Pod":%b,"Nodes":null,"NodeNames":%b}' % (encode(pod), encode(list(names)))
+        return self._node_list(encode(pod), b",".join(self._node_bytes[n] for n in names))
 
     def prioritize(self, pod: Json, mode: Mode, names: Sequence[str]) -> bytes:
         if mode == "names":
@@ -125,19 +152,21 @@ def measure_distinct(
     warmup: Sequence[Json],
 ) -> dict[str, DistinctRun]:
     """Send each pod of `warmup` (untimed), then each of `pods` (timed) once to every server
-    of `base_urls` (by name): filter over every node, then prioritize over the nodes that
-    passed. The servers take turns pod by pod, the first of each turn rotating, so that a
-    change in the machine's speed during the run touches every server alike."""
+    of `base_urls` (by name): filter over the nodes kube-scheduler would send for it, then
+    prioritize over the nodes that passed. The servers take turns pod by pod, the first of
+    each turn rotating, so that a change in the machine's speed during the run touches
+    every server alike."""
     names = list(base_urls)
     clients = {name: KeepAliveClient(url) for name, url in base_urls.items()}
     samples = {name: _Samples() for name in names}
     try:
         for i, (timed, pod) in enumerate([(False, p) for p in warmup] + [(True, p) for p in pods]):
-            expected = reference.verdicts(pod, bodies.names)
+            window = bodies.window(i)
+            expected = reference.verdicts(pod, window)
             turn = i % len(names)
             for name in names[turn:] + names[:turn]:
                 ask = samples[name].ask
-                ask(clients[name], workload, reference, bodies, mode, pod, expected, timed)
+                ask(clients[name], workload, reference, bodies, mode, pod, window, expected, timed)
     finally:
         for client in clients.values():
             client.close()
@@ -160,17 +189,19 @@ class _Samples:
         bodies: Bodies,
         mode: Mode,
         pod: Json,
+        window: Sequence[str],
         expected: Verdicts,
         timed: bool,
     ) -> None:
-        elapsed, reply = _post(client, "filter", bodies.filter(pod, mode))
+        elapsed, reply = _post(client, "filter", bodies.filter(pod, mode, window))
         if timed:
             self.samples["filter"].append(elapsed)
             for p in check_filter(reply, mode, workload, expected):
                 self.problems["filter"].append(f"{pod_key(pod)}: {p}")
         feasible, failed = _names_of(reply)
-        # the scheduler sends prioritize the nodes that passed; the reference's, so that
-        # every server is asked the same question even if one filtered wrongly
+        # the scheduler sends prioritize the nodes that passed, in the order of the filter
+        # reply; here the reference's (the window's order), so that every server is asked
+        # the same question even if one filtered wrongly
         passed = expected.feasible
         scores: dict[str, int] = {}
         if passed:

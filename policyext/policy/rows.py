@@ -44,19 +44,6 @@ DEAD_SLOTS: Final = 1024
 REMEMBERED_LISTS: Final = 8
 
 
-class NameSlice(list[str]):
-    """Names that are a run of a longer list, `whole[start : start + len(self)]` (the
-    cycle of names kube-scheduler walks, server/name_ring.py): a table finds the whole
-    list's slots once, and each run's by slicing them."""
-
-    __slots__ = ("start", "whole")
-
-    def __init__(self, whole: list[str], start: int, count: int) -> None:
-        super().__init__(whole[start : start + count])
-        self.whole = whole
-        self.start = start
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class NodeRecord:
     """One version of a node as its source holds it. `info`: its node information when
@@ -214,22 +201,21 @@ class NodeTable:
         # given again (server/names.py) is not looked up again while no name has got or
         # lost its slot. Each entry holds its list, so an identity is never another's.
         self._found: dict[int, tuple[Sequence[str], _Epoch, int, Slots]] = {}
-        # the slots of the list the last NameSlice was a run of (the same list, run after run)
-        self._whole: tuple[list[str], _Epoch, int, Slots] | None = None
 
     def _slots(self, names: list[str], epoch: _Epoch) -> Slots:
         """Each name's slot in the epoch (NOWHERE for a name it does not hold)."""
         layout = epoch.layout  # read first: a change meanwhile is caught by the next call
-        if type(names) is NameSlice:
-            whole = self._whole
-            if whole is None or whole[0] is not names.whole or whole[1:3] != (epoch, layout):
-                whole = (names.whole, epoch, layout, _looked_up(names.whole, epoch))
-                self._whole = whole  # replaced whole: readers do not lock
-            return whole[3][names.start : names.start + len(names)]
         found = self._found.get(id(names))
         if found is not None and found[0] is names and found[1] is epoch and found[2] == layout:
             return found[3]
-        slots = _looked_up(names, epoch)
+        try:  # every name known (the usual case): one C call looks them all up
+            held = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
+        except KeyError:
+            held = None
+        if held is None:
+            held = list(map(epoch.slot_of.get, names, repeat(NOWHERE)))
+        slots = np.fromiter(held, np.intp, len(names))
+        slots.flags.writeable = False  # shared by the requests that give the list again
         remembered = self._found
         if len(remembered) >= REMEMBERED_LISTS:
             remembered = {}  # replaced whole: readers do not lock
@@ -299,17 +285,3 @@ class NodeTable:
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
         return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records, changes)
-
-
-def _looked_up(names: list[str], epoch: _Epoch) -> Slots:
-    """Each name's slot in the epoch, read-only: shared by the requests that give the
-    list (or a run of it) again."""
-    try:  # every name known (the usual case): one C call looks them all up
-        held = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
-    except KeyError:
-        held = None
-    if held is None:
-        held = list(map(epoch.slot_of.get, names, repeat(NOWHERE)))
-    slots = np.fromiter(held, np.intp, len(names))
-    slots.flags.writeable = False
-    return slots

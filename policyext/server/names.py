@@ -1,18 +1,18 @@
 """NodeNames decoded once per distinct list, per verb.
 
-kube-scheduler sends filter the names of the nodes its own plugins let through. Where they
-all pass and it considers every node (a small cluster, or `percentageOfNodesToScore: 100`),
-the list is the same bytes pod after pod. Decoding it makes a string per node, whose hash
-the node table's lookup then computes afresh: for 500 nodes about a fifth of a new pod's
-filter. Here the list is found at the end of the body, where kube-scheduler writes it (Go's
-encoding/json writes ExtenderArgs as `{"Pod":...,"Nodes":null,"NodeNames":[...]}`), and
-the list decoded last for the verb is given again when its bytes are the same: the same
-list object, whose strings keep their hashes and whose slots the node table keeps
-(policy/rows.py). A list that is a run of the cycle of nodes the scheduler walks (on a
-larger cluster, each pod a new window of it) is a slice of that cycle's decoded names
-(server/name_ring.py). prioritize is sent the nodes that passed filter, as the filter
-reply wrote them: that reply's list is what prioritize expects next. Any other body, or
-one this cannot take apart with certainty, is decoded whole as before.
+Decoding a NodeNames list makes a string per node, whose hash the node table's lookup then
+computes afresh: for 500 nodes about a fifth of a new pod's filter. Here the list is found
+at the end of the body, where kube-scheduler writes it (Go's encoding/json writes
+ExtenderArgs as `{"Pod":...,"Nodes":null,"NodeNames":[...]}`), and the list decoded last
+for the verb is given again when its bytes are the same: the same list object, whose
+strings keep their hashes and whose slots the node table keeps (policy/rows.py).
+
+prioritize is where this pays: kube-scheduler sends it the nodes that passed filter, in the
+order the filter reply wrote them, so that reply's list is what prioritize expects next.
+filter itself is rarely sent the same bytes twice by kube-scheduler: it sends a share of
+the nodes from where the last pod's walk stopped (230 of 500 nodes), and in the order its
+parallel filter goroutines finished them, which differs from pod to pod even when it sends
+every node. Any other body, or one this cannot take apart with certainty, is decoded whole.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any, Final
 
 import orjson
 
-from policyext.server.name_ring import NameRing
 from policyext.server.wire import all_strings
 
 # where kube-scheduler's list starts: a top-level key after the Pod (and Nodes)
@@ -36,7 +35,6 @@ class NamesApart:
 
     def __init__(self) -> None:
         self._last: dict[str, _Last] = {}
-        self._rings: dict[str, NameRing] = {}  # per verb: the cycle its lists are runs of
         self._lock = threading.Lock()
 
     def split(self, verb: str, body: bytes) -> tuple[dict[str, Any], list[str]] | None:
@@ -71,11 +69,6 @@ class NamesApart:
         last = self._last.get(verb)
         if last is not None and last[0] == segment:
             return last[1]
-        ring = self._rings.get(verb)
-        if ring is not None:
-            run = ring.find(segment)
-            if run is not None:
-                return run
         try:
             names = orjson.loads(segment)
         except orjson.JSONDecodeError:
@@ -84,8 +77,4 @@ class NamesApart:
             return None
         with self._lock:
             self._last[verb] = (segment, names)
-            ring = self._rings.get(verb)
-            if ring is None:
-                ring = self._rings[verb] = NameRing()
-            ring.learn(segment, names)
         return names

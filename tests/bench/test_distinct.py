@@ -10,7 +10,7 @@ import pytest
 
 from bench import policy
 from bench.__main__ import cross_check
-from bench.distinct import Bodies, Decision, compare_decisions
+from bench.distinct import Bodies, Decision, compare_decisions, nodes_to_find
 from bench.pods import pending_pods
 from bench.report import TargetResult
 from bench.workload import Workload, full_args, generate, names_args
@@ -77,14 +77,41 @@ def test_the_cross_check_names_the_server_the_cluster_and_the_mode() -> None:
 
 
 @pytest.mark.parametrize("mode", ["names", "full"])
-def test_filter_bodies_are_the_extender_args_of_the_pod(mode: str) -> None:
+def test_filter_bodies_are_the_extender_args_of_the_pod_for_the_window(mode: str) -> None:
     w = _cluster()
     pod = pending_pods(1)[0]
-    body = Bodies(w).filter(pod, mode)  # type: ignore[arg-type]
-    expected = (names_args if mode == "names" else full_args)(
-        Workload(w.seed, w.nodes, w.pods, pod)
-    )
-    assert json.loads(body) == expected
+    window = Bodies(w).window(3)
+    body = json.loads(Bodies(w).filter(pod, mode, window))  # type: ignore[arg-type]
+    chosen = [next(n for n in w.nodes if n["metadata"]["name"] == name) for name in window]
+    expected = (names_args if mode == "names" else full_args)(Workload(w.seed, chosen, w.pods, pod))
+    assert body == expected
+
+
+# nodes in the cluster, nodes kube-scheduler sends filter (numFeasibleNodesToFind with the
+# adaptive percentageOfNodesToScore, every node passing its own plugins)
+WINDOWS = [(30, 30), (99, 99), (100, 100), (120, 100), (500, 230), (1000, 420), (5000, 500)]
+
+
+@pytest.mark.parametrize(("nodes", "sent"), WINDOWS)
+def test_windows_are_the_share_kube_scheduler_sends(nodes: int, sent: int) -> None:
+    assert nodes_to_find(nodes) == sent
+
+
+def test_windows_walk_round_the_cluster_each_in_an_order_of_its_own() -> None:
+    bodies = Bodies(generate(250))
+    size = bodies.window_size
+
+    def _after(turn: int, name: str) -> int:  # steps from where the turn's walk starts
+        return (bodies.names.index(name) - turn * size) % 250
+
+    assert size == 120  # 48 % of 250
+    windows = [bodies.window(turn) for turn in range(5)]
+    assert all(len(set(w)) == size for w in windows), "no node twice"
+    index = {name: i for i, name in enumerate(bodies.names)}
+    walked = [n for turn, w in enumerate(windows) for n in sorted(w, key=lambda n: _after(turn, n))]
+    assert walked == [bodies.names[k % 250] for k in range(5 * size)], "from where the last ended"
+    assert all(w != sorted(w, key=index.__getitem__) for w in windows), "not in node order"
+    assert windows == [bodies.window(turn) for turn in range(5)], "the same for every server"
 
 
 @pytest.mark.parametrize("mode", ["names", "full"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policyext.policy.rows import NOWHERE, NameSlice, NodeRecord, NodeTable
+from policyext.policy.rows import NOWHERE, NodeRecord, NodeTable
 
 NAMES = ["a", "b", "c"]
 
@@ -73,31 +73,3 @@ def test_a_list_given_again_is_not_looked_up_again() -> None:
     assert table.rows(names).slots is first.slots
     assert table.rows([*NAMES]).slots is not first.slots, "another list is looked up"
     assert not first.slots.flags.writeable, "shared: nobody writes into it"
-
-
-def test_a_run_of_a_longer_list_has_the_rows_of_a_new_lookup_whatever_changed() -> None:
-    """A NameSlice (a run of the cycle of names kube-scheduler walks, server/name_ring.py)
-    takes its slots from the whole list's, looked up once per change of the table."""
-    for change, versions in CHANGES.values():
-        table = _table()
-        whole = [*NAMES, *NAMES]
-        table.rows(NameSlice(whole, 1, 3))
-        change(table)
-        for start in range(4):
-            run = NameSlice(whole, start, 3)
-            assert run == whole[start : start + 3]
-            again, fresh = table.rows(run), table.rows(list(run))
-            assert again.versions.tolist() == fresh.versions.tolist()
-            assert again.slots.tolist() == fresh.slots.tolist()
-        assert table.rows(NameSlice(whole, 0, 3)).versions.tolist() == versions
-
-
-def test_the_runs_of_one_list_share_its_slots_until_a_name_gets_or_loses_one() -> None:
-    table = _table()
-    whole = [*NAMES, *NAMES]
-    first = table.rows(NameSlice(whole, 0, 3)).slots
-    second = table.rows(NameSlice(whole, 2, 3)).slots
-    assert first.base is not None and first.base is second.base, "slices of one lookup"
-    assert not second.flags.writeable
-    _add_d(table)
-    assert table.rows(NameSlice(whole, 2, 3)).slots.base is not first.base, "looked up again"
