@@ -247,9 +247,9 @@ def _http_section(run: Run) -> list[str]:
     lines = [
         "## Repeated requests (the reply memo's case)\n",
         "**Not the headline**: one request sent again and again, the same bytes every time,"
-        " which policyext's reply memo answers after the first (a burst of identical replicas"
-        " while no node changes; in a live cluster every binding changes a node, so whole"
-        f" replies rarely repeat). Latency of one call over {s['requests']} requests after"
+        " which policyext's reply memo answers from the third on (a call repeated while no"
+        " node changes; kube-scheduler's node lists differ from pod to pod, and in a live"
+        f" cluster every binding changes a node, so whole replies rarely repeat). Latency of one call over {s['requests']} requests after"
         f" {s['warmup']} warm-up requests, one keep-alive HTTP/1.1 connection, one request at"
         " a time; prioritize gets every node. vs Go: p50 divided by the Go baseline's p50"
         " (below 1: faster).\n",

@@ -13,7 +13,7 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from policyext.policy.masks import Mask, some
+from policyext.policy.masks import Mask, count, some
 from policyext.policy.match import PolicyMatch
 
 # between the messages of the rules that rejected a node
@@ -239,7 +239,7 @@ class Evaluation:
         """Per-rule counts of rejections, Audit would-rejects and errors (computed once)."""
         if self._tally is None:
             t = self._tally = Tally()
-            t.infeasible = int(np.count_nonzero(self.infeasible()))
+            t.infeasible = count(self.infeasible())
             for v in self.own.values():
                 for r in v.rejections:
                     t.rejections[r.policy, r.rule] += 1
@@ -258,7 +258,7 @@ class Evaluation:
                     outside[list(self.own)] = False  # their rejections are counted above
                 for r, mask in self.plain:
                     counted = mask if outside is None else mask & outside
-                    t.rejections[r.policy, r.rule] += int(np.count_nonzero(counted))
+                    t.rejections[r.policy, r.rule] += count(counted)
             t.errors.update(self.score_errors)
         return self._tally
 
@@ -332,12 +332,12 @@ class Evaluation:
         """The final score of every node, in node order (0 for a node not scored): what a
         prioritize reply lists when every node it names was evaluated."""
         scores = self.scores
-        count = len(self.names)
+        size = len(self.names)
         if scores is None:
-            return [0] * count
-        if len(scores) == count:  # every node scored: `scored` is 0, 1, ... in order
+            return [0] * size
+        if len(scores) == size:  # every node scored: `scored` is 0, 1, ... in order
             return list(scores)
-        ordered = [0] * count
+        ordered = [0] * size
         for i, score in zip(self.scored, scores, strict=True):
             ordered[i] = score
         return ordered

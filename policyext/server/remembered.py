@@ -2,13 +2,20 @@
 
 What the rules read of each node is kept by the engine itself, per node version, for the
 life of a policy set (policy/columns.py and the plans' result cache): a pod never seen
-before costs a few array operations per rule. What is left to remember is the reply: the
-replicas of a Deployment arrive one after another with the same labels, requests and
-annotations, and the scheduler asks about the same nodes each time. When nothing the
-policies read has changed, the answer is the same bytes: the engine's `signature` says
-what of the pod the rules read, the node source's `generation` says whether any node or
-its information changed, and the memo belongs to one policy set (a reload starts afresh).
-A reply the request deadline cut short is never remembered: it is not the nodes' own.
+before costs a few array operations per rule. What is left to remember is the reply, for a
+question asked again: the same pod, or a replica that reads alike, about the same nodes,
+while nothing the policies read has changed. Then the answer is the same bytes: the
+engine's `signature` says what of the pod the rules read, the node source's `generation`
+says whether any node or its information changed, and the memo belongs to one policy set
+(a reload starts afresh). A reply the request deadline cut short is never remembered: it
+is not the nodes' own.
+
+kube-scheduler rarely asks the same question twice: it sends filter a share of the nodes
+from where the last pod's walk stopped, in the order its parallel filters finished them,
+so its lists differ from pod to pod (and prioritize's with them). A memo key costs a walk
+of the pod for its signature; so a reply is looked for, and kept, only for a list of names
+the memo was asked about lately (`asked_before`): a list seen for the first time costs a
+hash of a sample of its names, whose hashes the node table's lookup reuses.
 """
 
 from __future__ import annotations
@@ -25,6 +32,13 @@ from policyext.policy.resources import LiveNodeSource
 MAX_REPLIES: Final = 32
 # names hashed in a memo key: enough to tell apart the node lists a scheduler sends
 SAMPLED_NAMES: Final = 64
+# the name lists a memo remembers having been asked about (by their sample's hash)
+ASKED_LISTS: Final = 64
+
+
+def _sample(names: Sequence[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    step = max(1, len(names) // SAMPLED_NAMES)
+    return len(names), tuple(names[::step]), tuple(names[-1:])
 
 T = TypeVar("T")
 
@@ -55,8 +69,7 @@ class MemoKey:
     ) -> None:
         self.parts = (verb, generation, signature)
         self.names = tuple(names)
-        step = max(1, len(names) // SAMPLED_NAMES)
-        self._hash = hash((self.parts, len(names), self.names[::step], self.names[-1:]))
+        self._hash = hash((self.parts, _sample(self.names)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -78,7 +91,22 @@ class Remembered(Generic[T]):
         self.size = size
         self._policies: PolicySet | None = None
         self._replies: dict[Hashable, tuple[PolicySet, T]] = {}
+        self._asked: dict[int, None] = {}  # oldest first
         self._lock = threading.Lock()
+
+    def asked_before(self, verb: str, names: Sequence[str]) -> bool:
+        """Whether `verb` was asked about a list like `names` lately (same length, same
+        sample of names). The first time, the list is noted and False returned: no reply
+        can be remembered for it, and none is looked for or kept."""
+        sample = hash((verb, _sample(names)))
+        if sample in self._asked:
+            return True
+        with self._lock:
+            asked = self._asked
+            asked[sample] = None
+            if len(asked) > ASKED_LISTS:
+                del asked[next(iter(asked))]
+        return False
 
     def get(self, policies: PolicySet, key: Hashable) -> T | None:
         found = self._replies.get(key)

@@ -188,9 +188,10 @@ def _recall(
 ) -> tuple[Hashable | None, VerbResult | None]:
     """The memo key of a NodeNames call (None when its reply cannot be reused), and the
     reply remembered under it, if any."""
-    if memo is None:
+    names = args.node_names
+    if memo is None or names is None or not memo.asked_before(verb, names):
         return None, None
-    key = memo_key(verb, prepared, source, args.node_names)
+    key = memo_key(verb, prepared, source, names)
     known = memo.get(policies, key) if key is not None else None
     return key, known.again(pod_id(args.pod), prepared) if known is not None else None
 

@@ -55,6 +55,16 @@ class MovingSource(ClusterSource):
         self.apply("nodes", "MODIFIED", new)
 
 
+def _memo(*lists: list[str]) -> verbs.Memo:
+    """A memo asked about NAMES (and `lists`) before: kube-scheduler rarely sends a list
+    twice, and a reply is looked for and kept only for a list asked about lately."""
+    memo = verbs.Memo()
+    for names in (NAMES, *lists):
+        for verb in ("filter", "prioritize"):
+            memo.asked_before(verb, list(names))
+    return memo
+
+
 def _filter(
     policy_set: PolicySet,
     source: SnapshotSource,
@@ -79,7 +89,7 @@ def _prioritize(
 def test_a_replica_like_the_last_pod_gets_the_same_reply_without_evaluating_the_nodes(
     run: Callable[..., verbs.VerbResult],
 ) -> None:
-    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), _memo()
     first = run(policy_set, source, memo, CRITICAL)
     replica = copy.deepcopy(CRITICAL)
     replica["metadata"]["name"] = "web-2"
@@ -105,7 +115,7 @@ def _more_cpu(p: dict[str, Any]) -> None:
 def test_a_pod_that_differs_in_what_the_policies_read_is_evaluated_afresh(
     change: Callable[[dict[str, Any]], None],
 ) -> None:
-    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), _memo()
     first = _filter(policy_set, source, memo, CRITICAL)
     other = copy.deepcopy(CRITICAL)
     change(other)
@@ -116,7 +126,7 @@ def test_a_pod_that_differs_in_what_the_policies_read_is_evaluated_afresh(
 
 
 def test_a_changed_node_is_seen_at_once() -> None:
-    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), _memo()
     before = _filter(policy_set, source, memo, CRITICAL)
     assert b'"a":"critical pods stay off spot nodes"' in before.body
     on_demand = copy.deepcopy(NODES[0])
@@ -128,7 +138,7 @@ def test_a_changed_node_is_seen_at_once() -> None:
 
 
 def test_a_new_policy_set_is_never_answered_from_the_old_ones_replies() -> None:
-    source, memo = MovingSource(NODES), verbs.Memo()
+    source, memo = MovingSource(NODES), _memo()
     strict = policies(SPOT_AND_CPU)
     _filter(strict, source, memo, CRITICAL)
     lenient = policies(policy("placement", "filters: []"))
@@ -137,7 +147,7 @@ def test_a_new_policy_set_is_never_answered_from_the_old_ones_replies() -> None:
 
 
 def test_other_node_names_are_another_question() -> None:
-    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), _memo(["b"])
     _filter(policy_set, source, memo, CRITICAL)
     reply = wire.decode(_filter(policy_set, source, memo, CRITICAL, names=["b"]).body)
     assert (reply["NodeNames"], reply["FailedNodes"]) == (["b"], {})
@@ -214,7 +224,7 @@ NODE_MESSAGE = policy(
 def test_replies_are_not_remembered_when_they_may_depend_on_more_than_the_signature(
     text: str, source_of: Callable[[list[dict[str, Any]]], SnapshotSource]
 ) -> None:
-    policy_set, source, memo = policies(text), source_of(NODES), verbs.Memo()
+    policy_set, source, memo = policies(text), source_of(NODES), _memo()
     first = _filter(policy_set, source, memo, CRITICAL)
     replica = copy.deepcopy(CRITICAL)
     replica["metadata"]["name"] = "web-2"
@@ -244,7 +254,7 @@ TEAM_NODE_LIST = [node("a", {"team": "shop"}), node("b", {"team": "ads"}), node(
 
 
 def test_a_variable_that_compares_the_pod_with_the_node_is_remembered_by_what_it_reads() -> None:
-    policy_set, memo = policies(TEAM_NODES), verbs.Memo()
+    policy_set, memo = policies(TEAM_NODES), _memo()
     source = MovingSource(TEAM_NODE_LIST)
     first = _filter(policy_set, source, memo, pod("web-1", namespace="shop"))
     replica = _filter(policy_set, source, memo, pod("web-2", namespace="shop"))
@@ -325,7 +335,7 @@ def test_a_reply_the_deadline_cut_short_is_never_remembered(
 
     policy_set = policies(SPOT_AND_CPU)
     source = MovingSource(NODES)
-    memo = verbs.Memo()
+    memo = _memo()
     args = wire.parse_extender_args({"Pod": CRITICAL, "NodeNames": NAMES, "Nodes": None})
     # the pod-side parts (two) are evaluated in time, every node's rules after the deadline:
     # the late reply has the same memo key as a reply in time would
@@ -337,3 +347,26 @@ def test_a_reply_the_deadline_cut_short_is_never_remembered(
     in_time = verbs.run_filter(policy_set, source, args, NOW, memo)
     assert in_time.evaluation is not None and not in_time.evaluation.timed_out
     assert in_time.body != late.body, "answered afresh, not from the memo"
+
+
+@pytest.mark.parametrize("run", [_filter, _prioritize], ids=["filter", "prioritize"])
+def test_a_list_of_names_asked_about_for_the_first_time_is_neither_looked_for_nor_kept(
+    run: Callable[..., verbs.VerbResult],
+) -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), verbs.Memo()
+    first = run(policy_set, source, memo, CRITICAL)
+    second = run(policy_set, source, memo, CRITICAL)
+    third = run(policy_set, source, memo, CRITICAL)
+    assert second.body is not first.body and second.body == first.body, "first: not kept"
+    assert third.body is second.body, "asked about before: kept and found"
+
+
+def test_a_memo_forgets_lists_asked_about_long_ago() -> None:
+    memo = verbs.Memo()
+    assert not memo.asked_before("filter", NAMES)
+    assert memo.asked_before("filter", NAMES)
+    assert not memo.asked_before("prioritize", NAMES), "per verb"
+    for i in range(remembered.ASKED_LISTS):
+        memo.asked_before("filter", [f"other-{i}"])
+    assert not memo.asked_before("filter", NAMES)
+
