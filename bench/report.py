@@ -249,7 +249,8 @@ def _http_section(run: Run) -> list[str]:
         "**Not the headline**: one request sent again and again, the same bytes every time,"
         " which policyext's reply memo answers from the third on (a call repeated while no"
         " node changes; kube-scheduler's node lists differ from pod to pod, and in a live"
-        f" cluster every binding changes a node, so whole replies rarely repeat). Latency of one call over {s['requests']} requests after"
+        " cluster every binding changes a node, so whole replies rarely repeat). Latency of"
+        f" one call over {s['requests']} requests after"
         f" {s['warmup']} warm-up requests, one keep-alive HTTP/1.1 connection, one request at"
         " a time; prioritize gets every node. vs Go: p50 divided by the Go baseline's p50"
         " (below 1: faster).\n",
