@@ -265,11 +265,11 @@ def _evaluate(
                     if plain is not None:  # the common case: one rejection for all those nodes
                         ev.add_plain(plain, false)
                     else:
-                        others.update(dict.fromkeys(np.flatnonzero(false).tolist(), False))
+                        others.update(dict.fromkeys(false.nonzero()[0].tolist(), False))
                 for i in sorted(others):
                     _reject(run, ev, i, policy, rule, others[i])
     if scores:
-        indices = np.flatnonzero(~ev.infeasible()).tolist()
+        indices = (~ev.infeasible()).nonzero()[0].tolist()
         _score(run, ev, applied, indices, detail)
     ev.evaluations = counters.evaluations
     ev.errors += counters.errors
@@ -555,7 +555,8 @@ def _scores_by_columns(
         values, missing = result.values[at], result.unknown[at]
     failed: dict[int, object] = {}
     # NaN and the infinities are not scores: the exact evaluator says why
-    unknown = np.flatnonzero(missing | ~np.isfinite(values)).tolist()
+    bad = missing | ~np.isfinite(values)
+    unknown = bad.nonzero()[0].tolist() if some(bad) else ()
     if unknown:
         values = values.copy()
         for position in unknown:
@@ -715,6 +716,8 @@ def _normalize(
 ) -> npt.NDArray[np.float64]:
     """Clamp into [0, 10], or rescale the request's values linearly to [0, 10] (MinMax).
     A value that failed scores 0."""
+    if not failed and mode != "MinMax":  # the common case: nothing failed, Clamp
+        return np.where(raw > 0.0, np.minimum(raw, float(MAX_SCORE)), 0.0)
     ok = np.ones(len(raw), np.bool_)
     if failed:
         ok[list(failed)] = False

@@ -110,7 +110,7 @@ class NodeRows:
 
     def only(self, keep: npt.NDArray[np.bool_]) -> NodeRows:
         """These rows without the others (the names the source does not hold)."""
-        at = np.flatnonzero(keep)
+        at = keep.nonzero()[0]
         names = self.names
         return NodeRows(
             self.table,

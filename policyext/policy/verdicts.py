@@ -182,7 +182,7 @@ class Evaluation:
     def verdicts(self) -> dict[int, NodeVerdict]:
         """Every node that something happened to, by index."""
         if self.plain:
-            for i in np.flatnonzero(self._plain_mask()).tolist():
+            for i in self._plain_mask().nonzero()[0].tolist():
                 self.verdict(i)
         return self.own
 
@@ -293,7 +293,7 @@ class Evaluation:
 
     def _refusals(self, infeasible: Mask) -> tuple[Refused, Refused]:
         names = self.names
-        rows = np.flatnonzero(infeasible)
+        rows = infeasible.nonzero()[0]
         if not len(rows):
             return Refused.none(), Refused.none()
         plain = self.plain
@@ -384,7 +384,7 @@ def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
         return combinations, which.reshape(-1)
     present = np.zeros(1 << bits, np.bool_)
     present[codes] = True
-    combinations = np.flatnonzero(present)
+    combinations = present.nonzero()[0]
     slot = np.zeros(1 << bits, np.intp)
     slot[combinations] = np.arange(len(combinations))
     return combinations, slot[codes]

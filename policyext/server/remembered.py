@@ -40,6 +40,7 @@ def _sample(names: Sequence[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]
     step = max(1, len(names) // SAMPLED_NAMES)
     return len(names), tuple(names[::step]), tuple(names[-1:])
 
+
 T = TypeVar("T")
 
 

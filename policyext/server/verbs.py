@@ -99,7 +99,7 @@ def _resolve(
     if every(held):
         _check_slots(requested, rows.slots)
         return rows, rows.names, {}
-    missing = np.flatnonzero(~held).tolist()
+    missing = (~held).nonzero()[0].tolist()
     unknown = dict.fromkeys((requested[i] for i in missing), UNKNOWN_NODE)
     if len(unknown) < len(missing):
         check_repeats(requested)
