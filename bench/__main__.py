@@ -128,8 +128,12 @@ def describe(workloads: Sequence[Workload]) -> dict[str, Any]:
     for w in workloads:
         n = len(w.nodes)
         if w is main:
-            bodies[f"{n:,} nodes, NodeList"] = len(encode(full_args(w)))
-        bodies[f"{n:,} nodes, NodeNames"] = len(encode(names_args(w)))
+            bodies[f"{n:,} nodes, NodeList of every node"] = len(encode(full_args(w)))
+        bodies[f"{n:,} nodes, NodeNames of every node"] = len(encode(names_args(w)))
+        sent = Bodies(w)
+        bodies[f"{n:,} nodes, a new pod's filter ({sent.window_size:,} names)"] = len(
+            sent.filter(main.pod, "names", sent.window(0))
+        )
     return {
         "seed": main.seed,
         "nodes": len(main.nodes),
