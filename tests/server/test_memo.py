@@ -369,4 +369,3 @@ def test_a_memo_forgets_lists_asked_about_long_ago() -> None:
     for i in range(remembered.ASKED_LISTS):
         memo.asked_before("filter", [f"other-{i}"])
     assert not memo.asked_before("filter", NAMES)
-
