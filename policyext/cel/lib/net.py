@@ -29,9 +29,6 @@ _HEX: Final = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 _MAPPED_PREFIX: Final = 0xFFFF  # bits 32..47 of an IPv4-mapped IPv6 address
 
 
-_quote = go_quote
-
-
 class NetError(ValueError):
     """A string that is not an acceptable address or range; `reason` is Kubernetes'
     message."""
@@ -50,8 +47,8 @@ class AddressError(Exception):
         self.at = at
 
     def text(self, source: str) -> str:
-        where = f" (at {_quote(self.at)})" if self.at else ""
-        return f"ParseAddr({_quote(source)}): {self.msg}{where}"
+        where = f" (at {go_quote(self.at)})" if self.at else ""
+        return f"ParseAddr({go_quote(source)}): {self.msg}{where}"
 
 
 class IP:
@@ -72,13 +69,13 @@ class IP:
             v6, value, zone = parse_address(text)
         except AddressError as err:
             raise NetError(
-                f"IP Address {_quote(text)} parse error during conversion from string: "
+                f"IP Address {go_quote(text)} parse error during conversion from string: "
                 f"{err.text(text)}"
             ) from None
         if zone:
-            raise NetError(f"IP address {_quote(text)} with zone value is not allowed")
+            raise NetError(f"IP address {go_quote(text)} with zone value is not allowed")
         if v6 and value >> 32 == _MAPPED_PREFIX:
-            raise NetError(f"IPv4-mapped IPv6 address {_quote(text)} is not allowed")
+            raise NetError(f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")
         return cls(value, v6=v6)
 
     @property
@@ -165,7 +162,7 @@ class CIDR:
             raise NetError(
                 "network address parse error during conversion from string: "
                 "network address parse error during conversion from string: "
-                f"netip.ParsePrefix({_quote(text)}): {err}"
+                f"netip.ParsePrefix({go_quote(text)}): {err}"
             ) from None
 
     def ip(self) -> IP:
@@ -339,17 +336,17 @@ def _parse_prefix(text: str) -> CIDR:
         or not all("0" <= c <= "9" for c in bits_text)
         or (len(bits_text) > 1 and bits_text[0] == "0")
     ):
-        raise _PrefixError(f"bad bits after slash: {_quote(bits_text)}")
+        raise _PrefixError(f"bad bits after slash: {go_quote(bits_text)}")
     # Go's Atoi refuses numbers beyond int64, with the same message
     bits = int(bits_text) if len(bits_text) <= 20 else 2**64
     if bits > 2**63 - 1:
-        raise _PrefixError(f"bad bits after slash: {_quote(bits_text)}")
+        raise _PrefixError(f"bad bits after slash: {go_quote(bits_text)}")
     if bits > (128 if v6 else 32):
         raise _PrefixError("prefix length out of range")
     if v6 and value >> 32 == _MAPPED_PREFIX:
         raise NetError(
             "network address parse error during conversion from string: "
-            f"IPv4-mapped IPv6 address {_quote(text)} is not allowed"
+            f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed"
         )
     return CIDR(IP(value, v6=v6), bits)
 
