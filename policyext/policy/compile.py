@@ -97,12 +97,16 @@ class PolicySet:
     # None when some expression reads the node as a whole. A server decoding full Node
     # objects may skip everything else (see server/wire.py).
     node_fields: frozenset[tuple[str, ...]] | None = None
+    # whether what a score depends on reads `now` (a match condition, a variable, a score
+    # rule): then the same pod's scores on the same nodes may be others a moment later.
+    # Unknown (a set not made by `load_policy_texts`): assumed so.
+    scores_read_time: bool = True
 
     def rule_count(self) -> int:
         return sum(len(p.filters) + len(p.scores) for p in self.policies)
 
 
-EMPTY_POLICY_SET: Final = PolicySet((), "empty", (), frozenset())
+EMPTY_POLICY_SET: Final = PolicySet((), "empty", (), frozenset(), scores_read_time=False)
 # what a server holds before its policies were loaded once (e.g. the ConfigMap not read
 # yet): unlike a loaded empty set, it must not let every node through
 NOT_LOADED: Final = PolicySet((), "none", (), frozenset())
@@ -121,6 +125,18 @@ def _programs(policy: CompiledPolicy) -> list[cel.Program]:
         if expr.plan is not None:
             out.extend((*expr.plan.parts, *expr.plan.key_parts, expr.plan.residual))
     return out
+
+
+def scores_read_time(policies: Sequence[CompiledPolicy]) -> bool:
+    """Whether a match condition, a variable or a score rule of the policies reads `now`
+    (filters and their messages aside: scoring does not evaluate them)."""
+    for policy in policies:
+        programs = [program for _, program in policy.conditions]
+        programs += [c.program for _, c in policy.variables]
+        programs += [s.compiled.program for s in policy.scores]  # (their plans' parts are parts)
+        if any("now" in program.references for program in programs):
+            return True
+    return False
 
 
 def node_fields(policies: Sequence[CompiledPolicy]) -> frozenset[tuple[str, ...]] | None:
@@ -204,6 +220,7 @@ def compile_documents(
         digest[:12] if compiled else "empty",
         tuple(f for f in sources if f in policy_files),  # the files that hold policies
         node_fields(compiled),
+        scores_read_time(compiled),
     )
 
 

@@ -29,7 +29,7 @@ from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
-from policyext.server.names import NamesApart
+from policyext.server.names import NamesApart, asking_about
 from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
@@ -97,6 +97,7 @@ class HotVerbs:
         self.request_deadline = request_deadline
         self.memo: verbs.Memo = verbs.Memo()  # the replies the verbs remember
         self.names = NamesApart()  # the last NodeNames of each verb, decoded
+        self.ahead: verbs.Ahead = verbs.Ahead()  # the prioritize reply worked out ahead
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
 
     def answer(self, verb: str, data: bytes) -> bytes:
@@ -106,30 +107,63 @@ class HotVerbs:
         account()
         return body
 
-    def decide(self, verb: str, data: bytes) -> tuple[bytes, Callable[[], None]]:
+    def decide(
+        self, verb: str, data: bytes, ahead: bool = False
+    ) -> tuple[bytes, Callable[[], None]]:
         """The reply body, and what counts and logs the decision (the metrics, the decision
         log, the audit trail): the worker's event loop sends the reply before calling it,
         so that kube-scheduler, waiting on its serial path, does not wait for them too.
-        WireError for a body that is not the protocol's."""
+        `ahead`: the caller calls it once the reply is sent, so that it may also work out
+        the prioritize reply kube-scheduler asks next (remembered.Ahead). WireError for a
+        body that is not the protocol's."""
         policies = self.store.current  # once: the request sees exactly one version
-        args = extender_args(policies, data, verb, self.names)
         started = time.perf_counter()
-        limit = self.request_deadline
-        deadline = started + limit if limit is not None else None
-        result = RUNNERS[verb](
-            policies, self.source, args, Timestamp(self.clock()), self.memo, deadline
-        )
+        known = self.ahead.answer(policies, data, self.source) if verb == "prioritize" else None
+        if known is not None:
+            result, pod = known, None
+        else:
+            args = extender_args(policies, data, verb, self.names)
+            started = time.perf_counter()
+            limit = self.request_deadline
+            deadline = started + limit if limit is not None else None
+            result = RUNNERS[verb](
+                policies, self.source, args, Timestamp(self.clock()), self.memo, deadline
+            )
+            pod = args.pod
         seconds = time.perf_counter() - started
-        if result.passed is not None:
-            self.names.expect("prioritize", *result.passed)
+        passed = result.passed
+        if passed is not None:
+            self.names.expect("prioritize", *passed)
 
         def account() -> None:
             self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
             log_decision(verb, self.store, result, seconds)
-            if self.audits is not None and verb == "filter" and result.evaluation is not None:
-                self.audits.offer(args.pod, result.evaluation)
+            audits, ev = self.audits, result.evaluation
+            if audits is not None and verb == "filter" and pod is not None and ev is not None:
+                audits.offer(pod, ev)
+            if ahead and passed is not None and pod is not None:
+                self._score_ahead(policies, data, pod, passed)
 
         return result.body, account
+
+    def _score_ahead(
+        self, policies: PolicySet, data: bytes, pod: Mapping[str, Any], passed: verbs.Passed
+    ) -> None:
+        """Work out the prioritize reply to the call kube-scheduler makes after this filter
+        call of `data` (remembered.Ahead), when it may come and its answer cannot change
+        with the time."""
+        encoded, names = passed
+        if len(names) < 2 or policies.scores_read_time or not self.ahead.wanted():
+            return  # kube-scheduler scores no single node
+        request = asking_about(data, encoded)
+        if request is None:
+            return
+        limit = self.request_deadline
+        deadline = time.perf_counter() + limit if limit is not None else None
+        now = Timestamp(self.clock())
+        made = verbs.prioritize_ahead(policies, self.source, pod, names, now, deadline)
+        if made is not None:
+            self.ahead.keep(policies, request, *made)
 
     def reply(self, verb: str, path: str, data: bytes) -> tuple[int, bytes]:
         """The status and JSON body of a hot call, counted in the metrics; the 500 of an
@@ -139,10 +173,12 @@ class HotVerbs:
         account()
         return status, body
 
-    def _reply(self, verb: str, path: str, data: bytes) -> tuple[int, bytes, Callable[[], None]]:
-        """`reply`, with what counts and logs it still to be called."""
+    def _reply(
+        self, verb: str, path: str, data: bytes, ahead: bool = False
+    ) -> tuple[int, bytes, Callable[[], None]]:
+        """`reply`, with what counts and logs it still to be called (`decide`'s `ahead`)."""
         try:
-            body, account = self.decide(verb, data)
+            body, account = self.decide(verb, data, ahead)
         except wire.WireError:
             raise
         except Exception as e:
@@ -161,13 +197,14 @@ class HotVerbs:
     def direct(self, path: str, data: bytes) -> tuple[str, bytes, Callable[[], None]] | None:
         """The worker's direct lane (server/direct.py): the status line and JSON reply to a
         POST of `data` as application/json to `path`, and what counts and logs it (to be
-        called once the reply is sent), or None when the request is for Flask to answer
+        called once the reply is sent; after a filter call, it also works out the
+        prioritize reply ahead: `decide`), or None when the request is for Flask to answer
         (another path, a body over the limit or not the protocol's)."""
         verb = self.paths.get(path)
         if verb is None or len(data) > self.max_body:
             return None
         try:
-            status, body, account = self._reply(verb, path, data)
+            status, body, account = self._reply(verb, path, data, ahead=True)
         except wire.WireError:
             return None
         return OK_LINE if status == OK else status_line(status), body, account
@@ -251,6 +288,8 @@ def log_decision(verb: str, store: PolicyStore, result: verbs.VerbResult, second
             }
         if ev.timed_out:
             record["timedOut"] = True
+    if result.ahead:
+        record["scoredAhead"] = True
     if result.error:
         record["error"] = result.error
     line = orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()

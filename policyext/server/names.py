@@ -41,22 +41,15 @@ class NamesApart:
         """The body's other top-level fields and its NodeNames, or None when the body is
         not plainly `{..., "NodeNames": [strings]}` with NodeNames last (the general
         decoder then says what it is, or what is wrong with it)."""
-        end = len(body.rstrip())
-        at = body.rfind(_MARK, 0, end)
-        if at < 0 or body[end - 2 : end] != b"]}":
+        found = _names_at(body)
+        if found is None:
             return None
+        at, end = found
         names = self._names(verb, body[at + len(_MARK) - 1 : end - 1])
         if names is None:
             return None
-        try:
-            # everything before the list, closed: an object only if the list's key is a
-            # top-level key (one inside the Pod would leave the Pod's braces open)
-            rest = orjson.loads(body[:at] + b"}")
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(rest, dict) or any(str(k).lower() == "nodenames" for k in rest):
-            return None  # another spelling of the key too: Go's rules for that are the decoder's
-        return rest, names
+        rest = _rest(body, at)
+        return (rest, names) if rest is not None else None
 
     def expect(self, verb: str, encoded: bytes, names: list[str]) -> None:
         """The list a call of `verb` will likely send next, as encoded and as a list: a
@@ -78,3 +71,44 @@ class NamesApart:
         with self._lock:
             self._last[verb] = (segment, names)
         return names
+
+
+def asking_about(body: bytes, encoded: bytes) -> bytes | None:
+    """`body` with its NodeNames replaced by `encoded` (a JSON list of names), as
+    kube-scheduler writes it: the prioritize call that follows a filter call of `body`,
+    about the nodes of its reply. None when the body is not plainly `{..., "NodeNames":
+    [...]}` with NodeNames last (a list, its items aside)."""
+    found = _names_at(body)
+    if found is None or _rest(body, found[0]) is None:
+        return None
+    at, end = found
+    start = at + len(_MARK) - 1
+    try:
+        listed = orjson.loads(body[start : end - 1])
+    except orjson.JSONDecodeError:
+        return None
+    return body[:start] + encoded + b"}" if isinstance(listed, list) else None
+
+
+def _names_at(body: bytes) -> tuple[int, int] | None:
+    """Where the body's NodeNames key starts, and where the body ends (trailing spaces
+    aside), when its last top-level value looks like a list under that key (`_rest` says
+    whether it is)."""
+    end = len(body.rstrip())
+    at = body.rfind(_MARK, 0, end)
+    if at < 0 or body[end - 2 : end] != b"]}":
+        return None
+    return at, end
+
+
+def _rest(body: bytes, at: int) -> dict[str, Any] | None:
+    """The top-level fields before NodeNames, when the key found at `at` is a top-level
+    key (one inside the Pod would leave the Pod's braces open) and the only spelling of it
+    (Go's rules for several are the general decoder's)."""
+    try:
+        rest = orjson.loads(body[:at] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(rest, dict) or any(str(k).lower() == "nodenames" for k in rest):
+        return None
+    return rest

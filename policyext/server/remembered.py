@@ -1,4 +1,5 @@
-"""What the extender verbs remember from one call for the next: NodeNames replies.
+"""What the extender verbs remember from one call for the next: NodeNames replies, and the
+prioritize reply worked out ahead.
 
 What the rules read of each node is kept by the engine itself, per node version, for the
 life of a policy set (policy/columns.py and the plans' result cache): a pod never seen
@@ -16,17 +17,31 @@ so its lists differ from pod to pod (and prioritize's with them). A memo key cos
 of the pod for its signature; so a reply is looked for, and kept, only for a list of names
 the memo was asked about lately (`asked_before`): a list seen for the first time costs a
 hash of a sample of its names, whose hashes the node table's lookup reuses.
+
+What kube-scheduler does ask next is known, though: after a filter call it runs its own
+score plugins, then calls prioritize with the same pod about the nodes the filter reply
+passed (when two or more did: a single feasible node is chosen without scoring). `Ahead`
+holds that prioritize reply, worked out once the filter reply is sent, while the scheduler
+is busy with its own plugins, so that its serial path does not wait for our scores. The
+reply is given for exactly that request (byte for byte) while the policy set is the same
+and every node it scores still has the versions it was scored in (node and node
+information); never for policies that read `now`. The scores are worked out only while a
+prioritize call followed the last ones worked out: a scheduler configured without the
+prioritize verb costs nothing.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Prepared
+from policyext.policy.masks import every
 from policyext.policy.resources import LiveNodeSource
+from policyext.policy.rows import NodeRows
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
 MAX_REPLIES: Final = 32
@@ -123,3 +138,54 @@ class Remembered(Generic[T]):
             while len(replies) >= self.size:
                 replies.pop(next(iter(replies)))
             replies[key] = (policies, reply)
+
+
+@dataclass(frozen=True, slots=True)
+class _Expected(Generic[T]):
+    request: bytes  # the body of the call it answers
+    policies: PolicySet
+    rows: NodeRows  # the nodes it scored, in the versions it scored
+    reply: T
+
+
+class Ahead(Generic[T]):
+    """The prioritize reply worked out ahead of the call (see the module's doc). One at a
+    time: the pod of the last filter call."""
+
+    def __init__(self) -> None:
+        self._expected: _Expected[T] | None = None
+        # whether a prioritize call came since scores were last worked out ahead (at first:
+        # not yet, so nothing is worked out for a scheduler that never calls prioritize)
+        self._asked = False
+
+    def wanted(self) -> bool:
+        """Whether to work out the scores for the filter call just answered: only if a
+        prioritize call came since the last were (taken back for this one)."""
+        asked, self._asked = self._asked, False
+        return asked
+
+    def keep(self, policies: PolicySet, request: bytes, rows: NodeRows, reply: T) -> None:
+        """`reply` answers the prioritize call of body `request` under `policies`, while the
+        nodes of `rows` keep their versions."""
+        self._expected = _Expected(request, policies, rows, reply)
+
+    def answer(
+        self, policies: PolicySet, request: bytes, source: LiveNodeSource | None
+    ) -> T | None:
+        """The reply worked out ahead for this prioritize call, if it is this call's and
+        still right; noted either way (`wanted`)."""
+        self._asked = True
+        expected = self._expected
+        if expected is None or expected.policies is not policies or expected.request != request:
+            return None
+        then = expected.rows
+        now = source.node_rows(then.names) if source is not None else None
+        # (a source hands out each version number once: the same numbers, the same nodes)
+        if (
+            now is None
+            or now.table is not then.table
+            or not every(now.versions == then.versions)
+            or not every(now.info_versions == then.info_versions)
+        ):
+            return None  # a node changed since (a pod bound to it, most likely)
+        return expected.reply

@@ -27,7 +27,7 @@ from policyext.policy.resources import (
 )
 from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import Refused
-from policyext.server import wire
+from policyext.server import remembered, wire
 from policyext.server.remembered import Remembered, memo_key
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
@@ -52,6 +52,7 @@ class VerbResult:
     # a NodeNames filter reply's NodeNames, as written and as a list: kube-scheduler sends
     # them back to prioritize (server/names.py)
     passed: Passed | None = None
+    ahead: bool = False  # a prioritize reply worked out before the call (remembered.Ahead)
 
     def again(self, pod: str, prepared: Prepared) -> VerbResult:
         """This reply, for another pod with the same signature: the evaluation as it would
@@ -67,6 +68,7 @@ Passed = tuple[bytes, list[str]]
 
 # what filter and prioritize remember from one call for the next (remembered.py)
 Memo = Remembered[VerbResult]
+Ahead = remembered.Ahead[VerbResult]
 
 
 def pod_id(pod: Mapping[str, Any]) -> str:
@@ -287,6 +289,31 @@ def run_prioritize(
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, key, result)
     return result
+
+
+def prioritize_ahead(
+    policies: PolicySet,
+    source: LiveNodeSource | None,
+    pod: Mapping[str, Any],
+    names: list[str],
+    now: Timestamp,
+    deadline: float | None = None,
+) -> tuple[NodeRows, VerbResult] | None:
+    """What `run_prioritize` answers a NodeNames call about `names` for `pod`, and the rows
+    it scored (in the versions it scored), worked out before the call (remembered.Ahead);
+    None when it would not be the nodes' own answer (the deadline cut it short) or it is
+    not worth keeping (no node source, nodes it does not know, a name twice)."""
+    if source is None or policies is NOT_LOADED or not source.ready():
+        return None  # (run_prioritize answers zeros: source_problem)
+    rows = source.node_rows(names)
+    if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
+        return None
+    prepared = prepare(policies, pod, source, now, deadline=deadline)
+    ev = prepared.evaluate(rows, filters=False, scores=True, detail=False)
+    if ev.timed_out:
+        return None
+    body = prioritize_reply(ev, names, unique=True)
+    return rows, VerbResult(body, ev, len(names), pod=pod_id(pod), ahead=True)
 
 
 def nodes_filter_reply(

@@ -7,6 +7,7 @@ profile that calls it serve the whole module; every test makes its own nodes and
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 import uuid
@@ -168,6 +169,47 @@ def test_the_schedulers_filter_and_prioritize_calls_take_the_direct_lane(
     log = extender.component.log_path.read_text(encoding="utf-8", errors="replace")
     assert "POST /filter answered in the direct lane" in log
     assert "POST /prioritize answered in the direct lane" in log
+
+
+def test_the_schedulers_prioritize_calls_get_scores_worked_out_after_its_filter_calls(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    """After a filter call kube-scheduler runs its own score plugins, then asks prioritize
+    about the nodes the filter reply passed: the extender works those scores out in
+    between (server/remembered.py, Ahead), for the call it expects byte for byte."""
+    suffix = uuid.uuid4().hex[:6]
+    for name in ("a", "b"):
+        admin.create_fake_node(fake_node(f"{name}-{suffix}"))
+    names = [_unique("pod") for _ in range(3)]
+    placed: dict[str, int] = {}
+    for name in names:
+        _create(admin, namespace, pod(name, scheduler_name=SCHEDULER))
+        node = _bound_node(admin, namespace, name)
+        placed[node] = placed.get(node, 0) + 1
+        # the binding in the extender's node information before the next pod: a pod bound
+        # to a node between a filter call and its prioritize has the scores worked afresh
+        eventually(lambda n=node: extender.probe([n])[n]["pods-seen"] == placed[n])
+
+    lines = extender.component.log_path.read_text(encoding="utf-8", errors="replace")
+    prioritized = {
+        line["pod"]: line
+        for line in map(_decision, lines.splitlines())
+        if line is not None and line["verb"] == "prioritize"
+    }
+    # (the first pod's depends on what the scheduler asked before it)
+    for name in names[1:]:
+        assert prioritized[f"{namespace}/{name}"].get("scoredAhead") is True, name
+
+
+def _decision(line: str) -> dict[str, Any] | None:
+    """A decision line of the extender's log (its stdout), else None (the lines of each
+    node at debug level among them)."""
+    if not line.startswith('{"'):
+        return None
+    decoded = json.loads(line)
+    if not isinstance(decoded, dict) or "verb" not in decoded or "node" in decoded:
+        return None
+    return decoded
 
 
 def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(

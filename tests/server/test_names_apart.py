@@ -15,7 +15,7 @@ from policyext.policy.compile import load_policy_set
 from policyext.server import wire
 from policyext.server.hotpath import HotVerbs, extender_args
 from policyext.server.metrics import Metrics
-from policyext.server.names import NamesApart
+from policyext.server.names import NamesApart, asking_about
 from policyext.store import PolicyStore
 from tests.server.harness import CLUSTER, RULES
 from tests.server.kube import fixture
@@ -75,6 +75,32 @@ def test_a_body_gives_the_arguments_or_the_error_of_the_general_decoder(
     except wire.WireError as e:
         got = str(e)
     assert got == expected
+
+
+# the bodies whose NodeNames list cannot be told apart with certainty (its items aside: a
+# filter call with bad names has no reply whose names prioritize could be asked about)
+NOT_ASKED_AGAIN = {
+    "with a key named NodeNames inside the pod, last",
+    "with NodeNames inside the pod and the real list first",
+    "with another spelling of the key before it",
+    "with the body broken before the list",
+    "with names that are not a list",
+    "with the list broken",
+    "with something after the object",
+}
+
+
+@pytest.mark.parametrize("case", list(BODIES))
+def test_the_prioritize_call_after_a_filter_call_differs_from_it_in_its_names_alone(
+    case: str,
+) -> None:
+    body, _ = BODIES[case]
+
+    asked = asking_about(body, orjson.dumps(["z", "y"]))
+
+    assert (asked is None) is (case in NOT_ASKED_AGAIN)
+    if asked is not None:
+        assert wire.decode(asked) == {**wire.decode(body), "NodeNames": ["z", "y"]}
 
 
 def test_the_same_list_of_a_verb_is_given_again_and_a_new_one_decoded() -> None:

@@ -1,0 +1,299 @@
+"""The prioritize reply worked out ahead: once a filter reply is sent, the scores of the
+nodes it passed are worked out for the prioritize call kube-scheduler makes next
+(server/remembered.py, Ahead). That call gets exactly the reply it would have got; any
+other call, or the same call once a node, a pod on it or the policies changed, is
+answered afresh.
+
+Through the lane entry the worker calls (`HotVerbs.direct`: the reply, then what runs once
+it is sent), beside a server without scores ahead (`HotVerbs.answer`) for the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry
+
+from policyext.cluster.cache import ClusterSource
+from policyext.policy.compile import PolicySet, load_policy_texts
+from policyext.server import verbs
+from policyext.server.hotpath import HotVerbs
+from policyext.server.metrics import Metrics
+from policyext.store import PolicyStore
+from tests.policy.helpers import NOW, node, pod, policy
+
+PLACEMENT = policy(
+    "placement",
+    """
+    filters:
+      - name: off-batch
+        expression: "node.metadata.labels.?pool.orValue('') != 'batch'"
+    scores:
+      - name: most-free-cpu
+        weight: 2
+        expression: "nodeInfo.free.cpu.asApproximateFloat()"
+      - name: wanted-tier
+        weight: 1
+        expression: >-
+          node.metadata.labels.?tier.orValue('') == pod.metadata.labels.?tier.orValue('gold')
+          ? 10 : 0
+    """,
+)
+NODES = [
+    node("a", cpu="4"),
+    node("b", {"tier": "gold"}, cpu="8"),
+    node("c", cpu="2"),
+    node("batch", {"pool": "batch"}, cpu="16"),
+]
+NAMES = ["a", "b", "c", "batch"]
+
+
+def _policies(text: str = PLACEMENT) -> PolicySet:
+    return load_policy_texts({"placement.yaml": text})
+
+
+def _pod(name: str, cpu: str = "500m", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    p = pod(name, cpu=cpu, labels=labels)
+    p["metadata"]["uid"] = f"uid-{name}"
+    return p
+
+
+def _bound(name: str, on: str, cpu: str) -> dict[str, Any]:
+    p = _pod(name, cpu)
+    p["spec"]["nodeName"] = on
+    p["status"] = {"phase": "Running"}
+    return p
+
+
+def _body(the_pod: dict[str, Any], names: list[str]) -> bytes:
+    """ExtenderArgs as kube-scheduler's Go client writes them."""
+    return b'{"Pod":%b,"Nodes":null,"NodeNames":%b}' % (orjson.dumps(the_pod), orjson.dumps(names))
+
+
+@dataclass
+class Server:
+    """An extender's hot verbs over a cluster source fed by hand, and the decision lines
+    they wrote. `ahead`: called as the worker calls them (its lane: the reply, then what
+    runs once it is sent), so that scores are worked out ahead; else as Flask calls them."""
+
+    store: PolicyStore
+    source: ClusterSource
+    hot: HotVerbs
+    ahead: bool
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+    def call(self, verb: str, body: bytes) -> bytes:
+        if not self.ahead:
+            return self.hot.answer(verb, body)
+        answer = self.hot.direct(f"/{verb}", body)
+        assert answer is not None
+        status, reply, after = answer
+        assert status.startswith("200")
+        after()
+        return reply
+
+    def reference(self, verb: str, body: bytes) -> bytes:
+        """The reply of a server without scores ahead, on the same policies and nodes."""
+        verbs = HotVerbs(self.store, self.source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")
+        return verbs.answer(verb, body)
+
+    def schedule(self, the_pod: dict[str, Any], names: list[str] = NAMES) -> bytes:
+        """filter, then prioritize about the nodes it passed (what kube-scheduler does)."""
+        passed = json.loads(self.call("filter", _body(the_pod, names)))["NodeNames"]
+        return self.call("prioritize", _body(the_pod, passed))
+
+    def last_prioritize(self) -> dict[str, Any]:
+        return [line for line in self.lines if line["verb"] == "prioritize"][-1]
+
+    def evaluations(self) -> float:
+        registry = self.hot.metrics.registry
+        return registry.get_sample_value("policyext_evaluations_total") or 0.0
+
+
+def _clock() -> int:
+    return NOW.nanos
+
+
+class _Lines(logging.Handler):
+    def __init__(self, into: list[dict[str, Any]]) -> None:
+        super().__init__(logging.INFO)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(json.loads(record.getMessage()))
+
+
+def _server(text: str = PLACEMENT, ahead: bool = True) -> Server:
+    """A server of its own: its own policy set and node source (so its own caches)."""
+    store = PolicyStore()
+    assert store.reload(lambda: _policies(text), "test").ok
+    source = ClusterSource(k8s.ApiClient())
+    source.replace("nodes", copy.deepcopy(NODES))
+    source.replace("pods", [])
+    hot = HotVerbs(store, source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")
+    return Server(store, source, hot, ahead)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    made = _server()
+    decisions = logging.getLogger("policyext.decisions")
+    monkeypatch.setattr(decisions, "handlers", [_Lines(made.lines)])
+    monkeypatch.setattr(decisions, "propagate", False)
+    level = decisions.level
+    decisions.setLevel(logging.INFO)  # (setLevel: the logger's cache of levels is cleared too)
+    yield made
+    decisions.setLevel(level)
+
+
+def test_the_prioritize_call_after_a_filter_gets_the_scores_worked_out_ahead(
+    server: Server,
+) -> None:
+    server.schedule(_pod("first"))  # (a prioritize call came: scores are worth working out)
+    web = _pod("web")
+    passed = json.loads(server.call("filter", _body(web, NAMES)))["NodeNames"]
+
+    reply = server.call("prioritize", _body(web, passed))
+    line = server.last_prioritize()
+
+    assert passed == ["a", "b", "c"]
+    assert line["scoredAhead"] is True
+    assert reply == server.reference("prioritize", _body(web, passed))
+
+
+Change = Callable[[Server], None]
+
+
+def _bind_a_pod_to_b(s: Server) -> None:
+    s.source.apply("pods", "ADDED", _bound("db-0", "b", "6"))
+
+
+def _relabel_b(s: Server) -> None:
+    b = copy.deepcopy(NODES[1])
+    b["metadata"].update(resourceVersion="2", labels={})
+    s.source.apply("nodes", "MODIFIED", b)
+
+
+def _reweigh(s: Server) -> None:
+    text = PLACEMENT.replace("weight: 1", "weight: 9")
+    assert s.store.reload(lambda: _policies(text), "test").ok
+
+
+AFRESH: list[tuple[str, Change | None, Callable[[dict[str, Any]], dict[str, Any]], bool]] = [
+    # what happens between the filter and the prioritize call, the pod prioritize asks about,
+    # and whether the reply worked out ahead would have been wrong
+    ("a pod is bound to a node it scored", _bind_a_pod_to_b, lambda p: p, True),
+    ("a node it scored changes", _relabel_b, lambda p: p, True),
+    ("the policies are reloaded", _reweigh, lambda p: p, True),
+    ("prioritize asks about another pod", None, lambda _: _pod("web-2", labels={"tier": ""}), True),
+]
+
+
+@pytest.mark.parametrize(("case", "change", "asked", "differs"), AFRESH, ids=[c[0] for c in AFRESH])
+def test_a_prioritize_call_the_scores_ahead_no_longer_answer_is_answered_afresh(
+    server: Server,
+    case: str,
+    change: Change | None,
+    asked: Callable[[dict[str, Any]], dict[str, Any]],
+    differs: bool,
+) -> None:
+    server.schedule(_pod("first"))
+    web = _pod("web")
+    passed = json.loads(server.call("filter", _body(web, NAMES)))["NodeNames"]
+    ahead = server.reference("prioritize", _body(web, passed))
+    if change is not None:
+        change(server)
+    body = _body(asked(web), passed)
+
+    reply = server.call("prioritize", body)
+    line = server.last_prioritize()
+
+    assert "scoredAhead" not in line
+    assert reply == server.reference("prioritize", body)
+    assert (reply != ahead) is differs  # (the reply worked out ahead would have been wrong)
+
+
+def test_prioritize_about_other_nodes_than_the_filter_passed_is_answered_afresh(
+    server: Server,
+) -> None:
+    server.schedule(_pod("first"))
+    web = _pod("web")
+    server.call("filter", _body(web, NAMES))
+    body = _body(web, ["c", "a"])  # (another extender filtered too, or another order)
+
+    reply = server.call("prioritize", body)
+    line = server.last_prioritize()
+
+    assert "scoredAhead" not in line
+    assert reply == server.reference("prioritize", body)
+
+
+def _only_filters(s: Server) -> None:
+    for k in range(3):
+        s.call("filter", _body(_pod(f"web-{k}"), NAMES))
+
+
+def _one_feasible_node(s: Server) -> None:
+    s.schedule(_pod("first"))
+    s.call("filter", _body(_pod("web"), ["a", "batch"]))
+
+
+def _with_a_score_reading_the_time(s: Server) -> None:
+    s.schedule(_pod("first"))
+    s.call("filter", _body(_pod("web"), NAMES))
+
+
+TIMED = policy(
+    "placement",
+    """
+    scores:
+      - name: after-new-year
+        weight: 1
+        expression: "now > timestamp('2026-01-01T00:00:00Z') ? 10 : 0"
+      - name: most-free-cpu
+        weight: 1
+        expression: "nodeInfo.free.cpu.asApproximateFloat()"
+    """,
+)
+NOTHING_AHEAD: list[tuple[str, str, Change]] = [
+    ("a scheduler that never calls prioritize", PLACEMENT, _only_filters),
+    ("a filter that passes a single node (not scored)", PLACEMENT, _one_feasible_node),
+    ("a score that reads the time", TIMED, _with_a_score_reading_the_time),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "calls"), NOTHING_AHEAD, ids=[c[0] for c in NOTHING_AHEAD]
+)
+def test_no_scores_are_worked_out_ahead_for_a_call_that_may_not_come_or_may_differ(
+    monkeypatch: pytest.MonkeyPatch, case: str, text: str, calls: Change
+) -> None:
+    worked_out: list[str] = []
+    real = verbs.prioritize_ahead
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        worked_out.append(verbs.pod_id(args[2]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verbs, "prioritize_ahead", counted)
+    server = _server(text)
+
+    calls(server)
+
+    assert worked_out == []
+    for name in ("next", "last"):  # (the counting sees work ahead where there is some)
+        server.schedule(_pod(name))
+    assert ("shop/last" in worked_out) is (text is not TIMED)
+
+
+def test_whether_scores_read_the_time_is_known_from_the_policies() -> None:
+    assert _policies(TIMED).scores_read_time
+    assert not _policies(PLACEMENT).scores_read_time
