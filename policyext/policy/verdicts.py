@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import compress
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
@@ -392,29 +391,34 @@ def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
 
 def _filed_for(plain: list[tuple[Rejection, Mask]]) -> Callable[[int], tuple[bool, str]]:
     """Where a node with just the plain rejections whose bits are set in a code goes,
-    and its message (each code worked out once; a dict, not functools.cache, whose
-    wrapper costs more to make than the few codes of a request cost to look up)."""
-    rejections = [r for r, _ in plain]
-    known: dict[int, tuple[bool, str]] = {}
+    and its message: each code worked out once for these rejections, and kept for the
+    next request that has them (the same few rules reject, request after request)."""
+    rejections = tuple(r for r, _ in plain)
+    known = _FILED.get(rejections)
+    if known is None:
+        if len(_FILED) >= _FILED_KEPT:
+            _FILED.clear()  # (other policies, or rules that changed their messages)
+        known = _FILED[rejections] = {}
+    get = known.get
 
     def filed(code: int) -> tuple[bool, str]:
-        found = known.get(code)
+        found = get(code)
         if found is None:
-            chosen = tuple(r for bit, r in enumerate(rejections) if code >> bit & 1)
-            found = known[code] = _filed(chosen)
+            verdict = NodeVerdict("")
+            for bit, rejection in enumerate(rejections):
+                if code >> bit & 1:
+                    _add_rejection(verdict, rejection)
+            found = known[code] = _message_of(verdict)
         return found
 
     return filed
 
 
-@lru_cache(maxsize=4096)
-def _filed(rejections: tuple[Rejection, ...]) -> tuple[bool, str]:
-    """Where a node with just these plain rejections goes, and its message (the same few
-    combinations come back request after request)."""
-    verdict = NodeVerdict("")
-    for rejection in rejections:
-        _add_rejection(verdict, rejection)
-    return _message_of(verdict)
+# by the plain rejections of a request, in order: where a node with those whose bits are
+# set in a code goes, and its message. Kept for the server's life (bounded): a rejection
+# is its rule's text, the same in every request
+_FILED: dict[tuple[Rejection, ...], dict[int, tuple[bool, str]]] = {}
+_FILED_KEPT: Final = 1024
 
 
 def _pick(names: list[str], rows: npt.NDArray[np.intp]) -> list[str]:
