@@ -153,8 +153,10 @@ class HotVerbs:
         call of `data` (remembered.Ahead), when it may come and its answer cannot change
         with the time."""
         encoded, names = passed
+        # (kube-scheduler scores no single node; a score reading the time may differ by
+        # then; a scheduler that did not call prioritize after the last filter may not now)
         if len(names) < 2 or policies.scores_read_time or not self.ahead.wanted():
-            return  # kube-scheduler scores no single node
+            return
         request = asking_about(data, encoded)
         if request is None:
             return
