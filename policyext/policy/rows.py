@@ -7,9 +7,7 @@ still those of the node's current version. Done name by name in Python (node obj
 `name@resourceVersion`, then its position), that bookkeeping cost more than evaluating the
 rules. Here a node source keeps a table: each node name has a slot (a position in arrays
 the engine keeps its values in), and each slot the version numbers of what it holds now.
-A request then costs one dictionary lookup per name, in C, and array indexing; the record
-of a node (its Node object, its node information) is read only where the engine reads the
-node, that is, where a kept value is not current.
+A request then costs one dictionary lookup per name, in C, and array indexing.
 
 Two version numbers per slot: `versions` changes when the Node object changes (what a
 subexpression reading only `node` depends on), `info_versions` when the node or its node
@@ -62,11 +60,11 @@ class NodeRows:
     the source held when the request looked, and each node's record on demand."""
 
     __slots__ = (
-        "_held",
         "_records",
         "changes",
         "info_versions",
         "names",
+        "nodes",
         "size",
         "slots",
         "table",
@@ -92,30 +90,18 @@ class NodeRows:
         self.slots = slots
         self.versions = versions
         self.info_versions = info_versions
-        # the table's records by slot (read only for the few rows the engine evaluates: a
-        # record per name gathered up front touched every record, cold, on every request)
-        self._records = records
-        self._held: dict[int, NodeRecord] = {}  # by position: the record the request read
-
-    @property
-    def nodes(self) -> Sequence[Json]:
-        """The rows' Node objects, read on demand (made here, not kept: a view kept here
-        would make a reference cycle, freed only by the cycle collector)."""
-        return _Nodes(self)
+        self._records = records  # by position: what the source held when the request looked
+        self.nodes = _Nodes(records)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def record(self, i: int) -> NodeRecord:
-        """The record of the request's node i: the one its slot holds when the request
-        first reads it, the same every time after (its versions are the record's own: a
-        writer may have placed a newer one than `versions[i]` since the request looked, or
-        be about to)."""
-        found = self._held.get(i)
-        if found is None:
-            slot = int(self.slots[i])
-            assert slot != NOWHERE, "a row the source does not hold"
-            found = self._held[i] = self._records[slot]
+        """The record of the request's node i, as the source held it when the request
+        looked (its versions are the record's own: `versions[i]` was read from the arrays a
+        writer updates after the record, so it may be a step behind)."""
+        found: NodeRecord | None = self._records[i]
+        assert found is not None, "a row the source does not hold"
         return found
 
     def known(self) -> npt.NDArray[np.bool_]:
@@ -126,37 +112,33 @@ class NodeRows:
         """These rows without the others (the names the source does not hold)."""
         at = keep.nonzero()[0]
         names = self.names
-        rows = NodeRows(
+        return NodeRows(
             self.table,
             self.size,
             [names[i] for i in at.tolist()],
             self.slots[at],
             self.versions[at],
             self.info_versions[at],
-            self._records,
+            self._records[at],
             self.changes,
         )
-        held = self._held
-        if held:  # (the records read already stay the ones read)
-            rows._held = {k: held[i] for k, i in enumerate(at.tolist()) if i in held}
-        return rows
 
 
 class _Nodes(Sequence[Json]):
     """The rows' Node objects, for the few the engine reads (most requests evaluate no
     node at all: their values are kept)."""
 
-    __slots__ = ("_count", "_rows")
+    __slots__ = ("_records",)
 
-    def __init__(self, rows: NodeRows) -> None:
-        self._rows = rows
-        self._count = len(rows.names)
+    def __init__(self, records: npt.NDArray[np.object_]) -> None:
+        self._records = records
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._records)
 
     def __getitem__(self, i: int) -> Json:  # type: ignore[override]
-        return self._rows.record(i).node
+        record: NodeRecord = self._records[i]
+        return record.node
 
 
 class _Epoch:
@@ -291,12 +273,15 @@ class NodeTable:
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
         if every(inside):
-            held_versions, held_info = versions[slots], info_versions[slots]
+            held_versions = versions[slots]
+            held_info, held_records = info_versions[slots], records[slots]
         else:
             at = np.where(inside, slots, 0)
             held_versions = np.where(inside, versions[at], NOWHERE)
             held_info = np.where(inside, info_versions[at], NOWHERE)
+            held_records = records[at]
+            held_records[~inside] = None
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
-        return NodeRows(epoch, size, names, slots, held_versions, held_info, records, changes)
+        return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records, changes)
