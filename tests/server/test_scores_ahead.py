@@ -187,23 +187,22 @@ def _reweigh(s: Server) -> None:
     assert s.store.reload(lambda: _policies(text), "test").ok
 
 
-AFRESH: list[tuple[str, Change | None, Callable[[dict[str, Any]], dict[str, Any]], bool]] = [
-    # what happens between the filter and the prioritize call, the pod prioritize asks about,
-    # and whether the reply worked out ahead would have been wrong
-    ("a pod is bound to a node it scored", _bind_a_pod_to_b, lambda p: p, True),
-    ("a node it scored changes", _relabel_b, lambda p: p, True),
-    ("the policies are reloaded", _reweigh, lambda p: p, True),
-    ("prioritize asks about another pod", None, lambda _: _pod("web-2", labels={"tier": ""}), True),
+AFRESH: list[tuple[str, Change | None, Callable[[dict[str, Any]], dict[str, Any]]]] = [
+    # what happens between the filter and the prioritize call, and the pod prioritize asks
+    # about: in each case the reply worked out ahead would be wrong
+    ("a pod is bound to a node it scored", _bind_a_pod_to_b, lambda p: p),
+    ("a node it scored changes", _relabel_b, lambda p: p),
+    ("the policies are reloaded", _reweigh, lambda p: p),
+    ("prioritize asks about another pod", None, lambda _: _pod("web-2", labels={"tier": ""})),
 ]
 
 
-@pytest.mark.parametrize(("case", "change", "asked", "differs"), AFRESH, ids=[c[0] for c in AFRESH])
+@pytest.mark.parametrize(("case", "change", "asked"), AFRESH, ids=[c[0] for c in AFRESH])
 def test_a_prioritize_call_the_scores_ahead_no_longer_answer_is_answered_afresh(
     server: Server,
     case: str,
     change: Change | None,
     asked: Callable[[dict[str, Any]], dict[str, Any]],
-    differs: bool,
 ) -> None:
     server.schedule(_pod("first"))
     web = _pod("web")
@@ -218,7 +217,7 @@ def test_a_prioritize_call_the_scores_ahead_no_longer_answer_is_answered_afresh(
 
     assert "scoredAhead" not in line
     assert reply == server.reference("prioritize", body)
-    assert (reply != ahead) is differs  # (the reply worked out ahead would have been wrong)
+    assert reply != ahead  # (the reply worked out ahead would have been wrong)
 
 
 def test_prioritize_about_other_nodes_than_the_filter_passed_is_answered_afresh(
@@ -294,6 +293,55 @@ def test_no_scores_are_worked_out_ahead_for_a_call_that_may_not_come_or_may_diff
     assert ("shop/last" in worked_out) is (text is not TIMED)
 
 
-def test_whether_scores_read_the_time_is_known_from_the_policies() -> None:
-    assert _policies(TIMED).scores_read_time
-    assert not _policies(PLACEMENT).scores_read_time
+TIME_READERS: list[tuple[str, str, bool]] = [
+    # a policy, and whether its scores can change with the time
+    ("a score reads now", TIMED, True),
+    (
+        "a variable reads now",
+        policy(
+            "p",
+            """
+        variables:
+          - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
+        scores:
+          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
+        """,
+        ),
+        True,
+    ),
+    (
+        "a match condition reads now",
+        policy(
+            "p",
+            """
+        match:
+          conditions:
+            - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
+        scores:
+          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
+        """,
+        ),
+        True,
+    ),
+    (
+        "only a filter reads now (scoring never evaluates it)",
+        policy(
+            "p",
+            """
+        filters:
+          - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
+        scores:
+          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
+        """,
+        ),
+        False,
+    ),
+    ("nothing reads now", PLACEMENT, False),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "reads"), TIME_READERS, ids=[c[0] for c in TIME_READERS])
+def test_whether_scores_can_change_with_the_time_is_known_from_the_policies(
+    case: str, text: str, reads: bool
+) -> None:
+    assert _policies(text).scores_read_time is reads
