@@ -758,8 +758,9 @@ class ColumnPlan:
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Column | Scalar:
         """The residual's value per row; rows whose value is not known are `unknown`
         (a Scalar's value is the same on every row)."""
-        if any(isinstance(p, CostLimitExceeded) for p in params):
-            return _all_unknown(rows)  # a spent budget is never absorbed by && or ||
+        for p in params:
+            if isinstance(p, CostLimitExceeded):
+                return _all_unknown(rows)  # a spent budget is never absorbed by && or ||
         costs = rows.cost = Costs()
         result = self.root.run(rows, policy, params)
         rows.cost = None

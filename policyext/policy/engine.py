@@ -258,16 +258,18 @@ def _evaluate(
     ev = Evaluation(policy_set.version, matches, node_names)
     if filters:
         for policy in applied:
+            name = policy.name
             for rule in policy.filters:
-                false, others = _not_true(run, policy.name, rule.compiled)
-                plain = _plain_rejection(policy, rule)
+                false, others = _not_true(run, name, rule.compiled)
                 if false is not None:
+                    plain = _plain_rejection(policy, rule)
                     if plain is not None:  # the common case: one rejection for all those nodes
                         ev.add_plain(plain, false)
                     else:
                         others.update(dict.fromkeys(false.nonzero()[0].tolist(), False))
-                for i in sorted(others):
-                    _reject(run, ev, i, policy, rule, others[i])
+                if others:
+                    for i in sorted(others):
+                        _reject(run, ev, i, policy, rule, others[i])
     if scores:
         indices = (~ev.infeasible()).nonzero()[0].tolist()
         _score(run, ev, applied, indices, detail)
@@ -376,7 +378,7 @@ def _not_true(
     """The nodes for which the expression is not `true`: those for which it is `false`
     (a mask, None when none), and the others with what it was instead."""
     request = run.request
-    count = len(run.nodes)
+    count = run.count
     if expr.pod_only:
         value = request.pod_value(policy, expr)
         if value is True:
@@ -414,7 +416,7 @@ def _not_true_by_node(
     """The nodes for which the expression is not `true`, with what it was instead: each
     node evaluated, or its result cached by node version (plan.py)."""
     request = run.request
-    count = len(run.nodes)
+    count = run.count
     results = run.cached(plan, params)
     if results is None:
         out: dict[int, object] = {}
@@ -502,7 +504,7 @@ def _not_true_by_columns(
     """`_not_true` over all nodes at once: the rows the columns decide, and the exact
     evaluator on the rows they leave unknown."""
     result = columns.run(run, policy, params)
-    count = len(run.nodes)
+    count = run.count
     false: Mask | None = None
     if isinstance(result, Scalar):
         if result.value is True:
@@ -548,7 +550,7 @@ def _scores_by_columns(
         return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
     if result.kind is not int and result.kind is not float:
         return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
-    if count == len(run.nodes):
+    if count == run.count:
         values, missing = result.values, result.unknown
     else:
         at = np.asarray(indices, np.intp)

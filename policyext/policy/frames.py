@@ -229,10 +229,10 @@ class Request:
         per-node results stay cacheable for pods that fail the same way."""
         params = self.params.get(id(plan), MISS)
         if params is MISS:
-            frame = self.frames[policy]
-            values = [self.counters.attempt(part, frame) for part in (*plan.parts, *plan.key_parts)]
+            frame, attempt = self.frames[policy], self.counters.attempt
+            values = [attempt(part, frame) for part in plan.all_parts]
             params = self.params[id(plan)] = tuple(
-                v.error if isinstance(v, Failure) else v for v in values
+                [v.error if type(v) is Failure else v for v in values]
             )
         return params
 

@@ -103,10 +103,12 @@ class Plan:
     columns: ColumnPlan | None = field(default=None, compare=False)
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
     placeholders: tuple[str, ...] = field(init=False, compare=False)
+    all_parts: tuple[cel.Program, ...] = field(init=False, compare=False)  # parts, key parts
 
     def __post_init__(self) -> None:
         names = tuple(placeholder(i) for i in range(len(self.parts)))
         object.__setattr__(self, "placeholders", names)
+        object.__setattr__(self, "all_parts", (*self.parts, *self.key_parts))
 
 
 def make_plan(
