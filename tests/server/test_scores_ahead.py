@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
@@ -293,49 +293,21 @@ def test_no_scores_are_worked_out_ahead_for_a_call_that_may_not_come_or_may_diff
     assert ("shop/last" in worked_out) is (text is not TIMED)
 
 
+LATE: Final = "{name: late, expression: \"now > timestamp('2026-01-01T00:00:00Z')\"}"
+
+
+def _scoring_cpu(reading_now: str) -> str:
+    """A policy that scores free CPU, with `reading_now` (YAML) beside its scores."""
+    scores = '\nscores:\n  - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}'
+    return policy("p", reading_now + scores)
+
+
 TIME_READERS: list[tuple[str, str, bool]] = [
     # a policy, and whether its scores can change with the time
     ("a score reads now", TIMED, True),
-    (
-        "a variable reads now",
-        policy(
-            "p",
-            """
-        variables:
-          - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
-        scores:
-          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
-        """,
-        ),
-        True,
-    ),
-    (
-        "a match condition reads now",
-        policy(
-            "p",
-            """
-        match:
-          conditions:
-            - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
-        scores:
-          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
-        """,
-        ),
-        True,
-    ),
-    (
-        "only a filter reads now (scoring never evaluates it)",
-        policy(
-            "p",
-            """
-        filters:
-          - {name: late, expression: "now > timestamp('2026-01-01T00:00:00Z')"}
-        scores:
-          - {name: cpu, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
-        """,
-        ),
-        False,
-    ),
+    ("a variable reads now", _scoring_cpu(f"variables:\n  - {LATE}"), True),
+    ("a match condition reads now", _scoring_cpu(f"match:\n  conditions:\n    - {LATE}"), True),
+    ("only a filter reads now (scoring never does)", _scoring_cpu(f"filters:\n  - {LATE}"), False),
     ("nothing reads now", PLACEMENT, False),
 ]
 
