@@ -29,7 +29,7 @@ from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics
-from policyext.server.names import NamesApart, asking_about
+from policyext.server.names import NamesApart
 from policyext.server.statuses import INTERNAL_ERROR, OK, error_body, status_line, status_of
 from policyext.store import PolicyStore
 
@@ -157,7 +157,7 @@ class HotVerbs:
         # then; a scheduler that did not call prioritize after the last filter may not now)
         if len(names) < 2 or policies.scores_read_time or not self.ahead.wanted():
             return
-        request = asking_about(data, encoded)
+        request = self.names.asking_about("filter", data, encoded)
         if request is None:
             return
         limit = self.request_deadline

@@ -103,6 +103,23 @@ def test_the_prioritize_call_after_a_filter_call_differs_from_it_in_its_names_al
         assert wire.decode(asked) == {**wire.decode(body), "NodeNames": ["z", "y"]}
 
 
+@pytest.mark.parametrize("case", list(BODIES))
+def test_a_body_just_taken_apart_asks_prioritize_as_its_bytes_do(case: str) -> None:
+    """Without decoding it again: where its NodeNames start is known from taking it apart;
+    any other body of the verb is read from its bytes."""
+    body, apart = BODIES[case]
+    names = NamesApart()
+    names.split("filter", body)
+    other = _go(names=["x"])  # (not the body last taken apart)
+    encoded = orjson.dumps(["z", "y"])
+
+    assert names.asking_about("filter", body, encoded) == asking_about(body, encoded)
+    assert names.asking_about("filter", other, encoded) == asking_about(other, encoded)
+    assert names.asking_about("prioritize", body, encoded) == asking_about(body, encoded)
+    if apart:
+        assert names.asking_about("filter", body, encoded) is not None
+
+
 def test_the_same_list_of_a_verb_is_given_again_and_a_new_one_decoded() -> None:
     names = NamesApart()
     first = names.split("filter", _go())
