@@ -147,7 +147,7 @@ class HotVerbs:
         return result.body, account
 
     def _score_ahead(
-        self, policies: PolicySet, data: bytes, pod: Mapping[str, Any], passed: verbs.Passed
+        self, policies: PolicySet, data: bytes, pod: wire.Json, passed: verbs.Passed
     ) -> None:
         """Work out the prioritize reply to the call kube-scheduler makes after this filter
         call of `data` (remembered.Ahead), when it may come and its answer cannot change

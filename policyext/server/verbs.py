@@ -294,7 +294,7 @@ def run_prioritize(
 def prioritize_ahead(
     policies: PolicySet,
     source: LiveNodeSource | None,
-    pod: Mapping[str, Any],
+    pod: wire.Json,
     names: list[str],
     now: Timestamp,
     deadline: float | None = None,
@@ -303,8 +303,8 @@ def prioritize_ahead(
     it scored (in the versions it scored), worked out before the call (remembered.Ahead);
     None when it would not be the nodes' own answer (the deadline cut it short) or it is
     not worth keeping (no node source, nodes it does not know, a name twice)."""
-    if source is None or policies is NOT_LOADED or not source.ready():
-        return None  # (run_prioritize answers zeros: source_problem)
+    if source is None or source_problem(wire.ExtenderArgs(pod, None, names), source, policies):
+        return None  # (run_prioritize answers zeros)
     rows = source.node_rows(names)
     if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
         return None
