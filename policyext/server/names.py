@@ -107,12 +107,14 @@ def asking_about(body: bytes, encoded: bytes) -> bytes | None:
 def _names_at(body: bytes) -> tuple[int, int] | None:
     """Where the body's NodeNames key starts, and where the body ends (trailing spaces
     aside), when its last top-level value looks like a list under that key (`_rest` says
-    whether it is)."""
+    whether it is). The key is looked for from the start: it follows the Pod, a tenth of
+    the body, and a list of names cannot hold it (a name is a JSON string, and the key's
+    quotes would end it); a Pod that holds it nested is left to the general decoder."""
     end = len(body.rstrip())
-    at = body.rfind(_MARK, 0, end)
-    if at < 0 or body[end - 2 : end] != b"]}":
+    if body[end - 2 : end] != b"]}":
         return None
-    return at, end
+    at = body.find(_MARK, 0, end)
+    return (at, end) if at >= 0 else None
 
 
 def _rest(body: bytes, at: int) -> dict[str, Any] | None:
