@@ -41,7 +41,7 @@ from policyext.cel import (
     placeholder,
     reads,
 )
-from policyext.policy.masks import Mask, some
+from policyext.policy.masks import Mask, every, some
 
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
 EXACT_INT: Final = 2.0**53
@@ -624,14 +624,36 @@ _REFLECTED: Final = {
 }
 
 
-class _QuantityCompare(_Node):
-    """`q.compareTo(c)`, `q.isGreaterThan(c)`, `q.isLessThan(c)` with a column of
-    quantities on one side and a constant on the other."""
+# whether an order test is true when the quantity is less than, equal to and greater than
+# the constant
+Admits = tuple[bool, bool, bool]
+_TESTS: Final[dict[str, Admits]] = {
+    "isGreaterThan": (False, False, True),
+    "isLessThan": (True, False, False),
+}
+# an approximation further than this share of the constant from it is on that side of it
+# whatever the quantities' exact values (twice the tolerance `compareTo`'s order allows)
+_TEST_BAND: Final = 2 * QUANTITY_TOLERANCE
 
-    def __init__(self, function: str, target: _Node, arg: _Node) -> None:
+
+class _QuantityCompare(_Node):
+    """`q.compareTo(c)` with a column of quantities on one side and a constant on the
+    other; or a test of that order (`q.isGreaterThan(c)`, `q.isLessThan(c)`, and
+    `q.compareTo(c) >= 0` and its kin, an int literal compared with the order: `admits`),
+    whose bool column is read from two masks (the rows clearly less, clearly greater)
+    rather than from an order column compared again: the fits checks of most policies."""
+
+    def __init__(
+        self, function: str, target: _Node, arg: _Node, admits: Admits | None = None
+    ) -> None:
         self.function = function
         self.target = target
         self.arg = arg
+        self.admits = _TESTS.get(function, admits)
+
+    def tested(self, admits: Admits) -> _QuantityCompare:
+        """This `compareTo` as a test of its order."""
+        return _QuantityCompare(self.function, self.target, self.arg, admits)
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         target = self.target.run(rows, policy, params)
@@ -648,6 +670,10 @@ class _QuantityCompare(_Node):
             return _all_unknown(rows)
         constant: Quantity = arg.value
         c = constant.approximate_float()
+        if self.admits is not None:
+            # compared from the constant's side when it was the target: the orders swap
+            admits = self.admits if sign > 0 else self.admits[::-1]
+            return _order_test(target, constant, c, admits)
         a = target.values
         # (a constant this close to 0 but not 0 is no resource amount: compared exactly)
         if math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280):
@@ -669,10 +695,34 @@ class _QuantityCompare(_Node):
                 order[i] = float(target.object_at(i).compare(constant))
         if sign < 0:
             order = -order  # compared from the constant's side when it was the target
-        if self.function == "compareTo":
-            return Column(int, order, target.unknown)
-        wanted = 1.0 if self.function == "isGreaterThan" else -1.0
-        return Column(bool, order == wanted, target.unknown)
+        return Column(int, order, target.unknown)
+
+
+def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) -> Column:
+    """Per row of a column of quantities, whether its order against the constant
+    (approximated as `c`) is one the test admits. A row whose approximation is clearly on
+    one side of `c` is decided by it; the others (within the band, NaN, or every row of a
+    constant too close to 0 to scale) by comparing the quantities exactly."""
+    a = target.values
+    if math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280):
+        low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
+        if c < 0.0:
+            low, high = high, low
+        less, greater = a < low, a > high  # (an infinite row is clearly on its side)
+    else:
+        less = greater = np.zeros(len(a), np.bool_)
+    if admits[0] and admits[2]:
+        values = less | greater
+    elif admits[0] or admits[2]:
+        values = less if admits[0] else greater  # (a fresh mask: written below)
+    else:
+        values = np.zeros(len(a), np.bool_)
+    decided = less | greater
+    if not every(decided):
+        close = ~decided if target.decided() else ~(decided | target.unknown)
+        for i in close.nonzero()[0].tolist():
+            values[i] = admits[target.object_at(i).compare(constant) + 1]
+    return Column(bool, values, target.unknown)
 
 
 class _Arithmetic(_Node):
@@ -823,7 +873,8 @@ def make_column_plan(
         if f == "_?_:_" and len(args) == 3:
             return _Conditional(build(args[0]), build(args[1]), build(args[2]))
         if f in _Compare.FUNCTIONS and len(args) == 2 and node.target is None:
-            return _Compare(f, build(args[0]), build(args[1]))
+            left, right = build(args[0]), build(args[1])
+            return _order_test_of(f, left, right) or _Compare(f, left, right)
         if f in _Arithmetic.FUNCTIONS and len(args) == 2 and node.target is None:
             return _Arithmetic(f, build(args[0]), build(args[1]))
         if f == "@in" and len(args) == 2:
@@ -839,6 +890,24 @@ def make_column_plan(
     if not node_values:
         return None
     return ColumnPlan(root, node_values)
+
+
+def _order_test_of(function: str, left: _Node, right: _Node) -> _QuantityCompare | None:
+    """`q.compareTo(c) <op> k` or `k <op> q.compareTo(c)`, k an int literal, as a test of
+    the order (which of -1, 0, 1 the comparison admits); None for any other compare."""
+    op = _Compare.FUNCTIONS[function]
+    for order, literal, flipped in ((left, right, False), (right, left, True)):
+        if (
+            isinstance(order, _QuantityCompare)
+            and order.function == "compareTo"
+            and order.admits is None
+            and isinstance(literal, _Literal)
+            and type(literal.value) is int
+        ):
+            k = literal.value
+            less, equal, greater = (bool(op(k, o) if flipped else op(o, k)) for o in (-1, 0, 1))
+            return order.tested((less, equal, greater))
+    return None
 
 
 def _flatten(node: cel.ast.Node, function: str, out: list[cel.ast.Node]) -> None:

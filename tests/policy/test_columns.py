@@ -109,6 +109,16 @@ def atoms() -> st.SearchStrategy[str]:
         st.builds(
             lambda a, b, op: f"{a}.compareTo({b}) {op} 0", NODE_QUANTITY, POD_QUANTITY, compare
         ),
+        st.builds(
+            lambda a, b, op, k: f"{a}.compareTo({b}) {op} {k}",
+            NODE_QUANTITY,
+            POD_QUANTITY,
+            compare,
+            st.sampled_from(["-1", "1", "2"]),
+        ),
+        st.builds(
+            lambda a, b, op: f"0 {op} {b}.compareTo({a})", NODE_QUANTITY, POD_QUANTITY, compare
+        ),
         st.builds(lambda a, b: f"{a}.isGreaterThan({b})", NODE_QUANTITY, POD_QUANTITY),
         st.builds(lambda a, b: f"{b}.isLessThan({a})", NODE_QUANTITY, POD_QUANTITY),
         st.builds(lambda a, b, op: f"{a} {op} {b}", NODE_NUMBER, POD_NUMBER, compare),
@@ -625,3 +635,56 @@ def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str) -> 
     kept_after, exact_after = answers()
     assert kept_after == exact_after
     assert kept_after != kept, "the change changes the answer"
+
+
+# -- a quantity tested against a constant, at the edges of its approximation --------------
+# node sizes equal to, a billionth away from, or far from the constants below, in other
+# formats; a negative one; zero
+SIZES = ["1", "1000m", "999999999n", "1000000001n", "0", "-1", "1e-3", "2", "1Gi", "1073741825"]
+CONSTANTS = ["1", "1073741824", "0", "-1", "1m", "999999999n"]
+_OPS = ("==", "!=", "<", "<=", ">", ">=")
+ORDER_TESTS = [
+    *(f"{{q}}.compareTo({{c}}) {op} {k}" for op in _OPS for k in (-1, 0, 1)),
+    *(f"{k} {op} {{c}}.compareTo({{q}})" for op in _OPS for k in (-1, 0, 2)),
+    "{q}.isGreaterThan({c})",
+    "{q}.isLessThan({c})",
+    "{c}.isGreaterThan({q})",
+    "{c}.isLessThan({q})",
+]
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_decides_it(
+    constant: str,
+) -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    # the node's size against the pod's, from their labels ('bad' fails)
+    size = "quantity(node.metadata.?labels[?'size'].orValue('bad'))"
+    quantity = "quantity(pod.metadata.?labels[?'size'].orValue('bad'))"
+    rules = "".join(
+        f'- {{name: t{i}, expression: "{test.format(q=size, c=quantity)}"}}\n'
+        for i, test in enumerate(ORDER_TESTS)
+    )
+    policy_set = policies(policy("p", "filters:\n" + rules))
+    roots = [rule.compiled.plan.columns.root for rule in policy_set.policies[0].filters]  # type: ignore[union-attr]
+    assert all(getattr(root, "admits", None) is not None for root in roots), "tested as orders"
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    names = [f"n{i}" for i in range(len(SIZES) + 1)]
+    source.replace(
+        "nodes",
+        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
+        + [node(names[-1])],
+    )
+    source.replace("pods", [])
+    pod = make_pod(labels={"size": constant})
+    rows = source.node_rows(names)
+    by_columns = prepare(policy_set, pod, source, NOW).evaluate(rows)  # type: ignore[arg-type]
+    nodes = [source.get_node(n) for n in names]
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        nodes,  # type: ignore[arg-type]
+        names=names,
+        columns=False,
+    )
+    assert picture(by_columns) == picture(exact)
