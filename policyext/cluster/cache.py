@@ -289,6 +289,7 @@ class ClusterSource:
             for name, entry in list(self._entries.items()):
                 if entry.node is not None and name not in seen:
                     self._delete_node(name)
+            self._table.settle()  # the names of a list, laid out side by side (rows.py)
             self._touch("nodes")
 
     def _apply_node(self, kind: str, node: Json) -> None:

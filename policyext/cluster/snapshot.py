@@ -92,6 +92,7 @@ class SnapshotSource:
         self._table = NodeTable()
         for version, (name, node) in enumerate(self.nodes.items()):
             self._table.put(name, NodeRecord(node, None, version, version))
+        self._table.settle()
 
     def _check_quantities(self) -> None:
         """Every Pod's requests and every Node's allocatable are quantities kube-scheduler

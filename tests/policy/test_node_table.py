@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policyext.policy.rows import NOWHERE, NodeRecord, NodeTable
+from policyext.policy.rows import NOWHERE, UNSETTLED, NodeRecord, NodeTable
 
 NAMES = ["a", "b", "c"]
 
@@ -38,6 +38,11 @@ def _remove_and_add_b(table: NodeTable) -> None:
     table.put("b", _record("b", 11))
 
 
+def _remove_b_and_settle(table: NodeTable) -> None:
+    table.remove("b")
+    table.settle()
+
+
 def _add_d(table: NodeTable) -> None:
     table.put("d", _record("d", 12))
 
@@ -49,6 +54,8 @@ CHANGES: dict[str, tuple[Callable[[NodeTable], None], list[int]]] = {
     "a node removed": (_remove_b, [1, NOWHERE, 3]),
     "a node removed and added again": (_remove_and_add_b, [1, 11, 3]),
     "another node added": (_add_d, [1, 2, 3]),
+    "the names laid out anew": (NodeTable.settle, [1, 2, 3]),
+    "a node removed, the names laid out anew": (_remove_b_and_settle, [1, NOWHERE, 3]),
 }
 
 
@@ -73,3 +80,22 @@ def test_a_list_given_again_is_not_looked_up_again() -> None:
     assert table.rows(names).slots is first.slots
     assert table.rows([*NAMES]).slots is not first.slots, "another list is looked up"
     assert not first.slots.flags.writeable, "shared: nobody writes into it"
+
+
+def test_a_table_lays_its_names_out_anew_as_they_come_and_when_asked() -> None:
+    """Names given slots one at a time lie wherever the heap had room: the table keeps
+    copies of its own, made in one run, for most of them as they come and for all of them
+    when asked (after a bulk load); the rows it finds are the same."""
+    names = [f"node-{i}" for i in range(300)]
+    table = NodeTable()
+    for i, name in enumerate(names):
+        table.put(name, _record(name, i + 1))
+    kept = list(table._epoch.slot_of)  # (white box: the dictionary's own keys)
+    assert kept == names
+    assert sum(k is n for k, n in zip(kept, names, strict=True)) <= max(UNSETTLED, 300 // 4)
+    before = table.rows([*names])
+    table.settle()
+    assert not any(k is n for k, n in zip(table._epoch.slot_of, names, strict=True))
+    after = table.rows([*names])
+    assert after.slots.tolist() == before.slots.tolist() == list(range(300))
+    assert after.versions.tolist() == before.versions.tolist()
