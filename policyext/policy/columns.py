@@ -54,6 +54,8 @@ QUANTITY_TOLERANCE: Final = 1e-9
 COST_SHARE: Final = 0.5
 # a slot whose value is not kept yet (versions are never negative)
 NOT_KEPT: Final = -2
+# the version of a slot that holds no node (rows.NOWHERE)
+NOWHERE_VERSION: Final = -1
 
 _KINDS: Final = (bool, int, float, str, Quantity, dict, list, Timestamp, Duration)
 _second = operator.itemgetter(1)
@@ -175,7 +177,7 @@ class Rows(Protocol):
 class Placement:
     """Where a request's nodes are in their source's table (see Rows.placement)."""
 
-    __slots__ = ("changes", "size", "slots", "table", "versions")
+    __slots__ = ("changes", "size", "slots", "table", "versions", "whole")
 
     def __init__(
         self,
@@ -184,13 +186,16 @@ class Placement:
         slots: npt.NDArray[np.intp],
         versions: npt.NDArray[np.int64],
         changes: int = -1,
+        whole: npt.NDArray[np.int64] | None = None,
     ) -> None:
         self.table = table
         self.size = size
         self.slots = slots
         self.versions = versions
-        # the table's count of version changes, read before `versions` (-1: not known)
+        # the table's count of changes to these versions, read before `versions` (-1: not
+        # known), and every slot's version (`size` of them; None: not known)
         self.changes = changes
+        self.whole = whole
 
 
 class _Kept:
@@ -198,7 +203,18 @@ class _Kept:
     version it is the value of (NOT_KEPT: none yet). The table is held weakly: the values
     kept must not keep a node source, and its nodes, alive."""
 
-    __slots__ = ("checked", "checked_at", "most", "stamps", "table", "whole", "writes")
+    __slots__ = (
+        "checked",
+        "checked_at",
+        "current_at",
+        "looked_at",
+        "most",
+        "stamps",
+        "table",
+        "waits",
+        "whole",
+        "writes",
+    )
 
     def __init__(
         self,
@@ -217,6 +233,12 @@ class _Kept:
         self.checked: npt.NDArray[np.intp] | None = None
         self.checked_at = -1
         self.writes = 0  # stamps written, to tell whether another request wrote meanwhile
+        # the table's count of changes when every slot it holds was found current: while it
+        # has not moved, no row of any request needs a check (-1: never); the count the
+        # last request saw, and the requests to wait before looking at every slot again
+        self.current_at = -1
+        self.looked_at = -1
+        self.waits = 0
 
     def grown(self, size: int) -> _Kept:
         more = size - len(self.stamps)
@@ -289,14 +311,17 @@ class _NodeValue(_Node):
             changes = placed.changes
             if (
                 kept.whole is not None
-                and kept.checked is slots
-                and kept.checked_at == changes
                 and changes >= 0
-            ):  # the same rows, no node changed since they were found current
+                and (
+                    kept.current_at == changes  # every slot current, and no change since
+                    or (kept.checked is slots and kept.checked_at == changes)  # these rows
+                )
+            ):
                 return _gather(kept.whole, slots), kept
             need = (kept.stamps[slots] != placed.versions).nonzero()[0]
             if not need.size and kept.whole is not None:
                 kept.checked, kept.checked_at = slots, changes
+                _look_at_every_slot(kept, placed)
                 return _gather(kept.whole, slots), kept
             writes = kept.writes
         positions = need.tolist()
@@ -444,6 +469,33 @@ def _column(entries: list[tuple[object, float, float]], kind: type | None = None
         approx = np.fromiter(map(_second, entries), np.float64, n)
         return Column(Quantity, approx, unknown, objects, cost)
     return Column(kind, objects, unknown, cost=cost)
+
+
+# requests to wait, after every slot of a table was looked at and some was not current,
+# before looking again (a node no request names is never evaluated)
+LOOK_AGAIN_AFTER: Final = 64
+
+
+def _look_at_every_slot(kept: _Kept, placed: Placement) -> None:
+    """Once a table has not changed between two requests, whether every slot it holds is
+    current (at most once every LOOK_AGAIN_AFTER requests while some is not): then later
+    requests check no row until it changes. Under the value's lock."""
+    changes, versions = placed.changes, placed.whole
+    if versions is None or changes < 0 or kept.current_at == changes:
+        return
+    if len(versions) != len(kept.stamps):  # (another request's, of a grown table, grew them)
+        return
+    if kept.looked_at != changes:  # changed since the last request: not settled yet
+        kept.looked_at, kept.waits = changes, 0
+        return
+    kept.waits -= 1
+    if kept.waits > 0:
+        return
+    # (a writer's change after the count was read makes a slot differ, never agree)
+    if every((kept.stamps == versions) | (versions == NOWHERE_VERSION)):
+        kept.current_at = changes
+    else:
+        kept.waits = LOOK_AGAIN_AFTER
 
 
 def _gather(whole: Column, index: npt.NDArray[np.intp]) -> Column:

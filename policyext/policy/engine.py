@@ -307,9 +307,16 @@ class _Run:
             return None
         found = self._placements.get(reads_info)
         if found is None:
-            versions = rows.info_versions if reads_info else rows.versions
+            if reads_info:
+                versions, changes, whole = (
+                    rows.info_versions,
+                    rows.changes,
+                    rows.table_info_versions,
+                )
+            else:  # (a pod bound or gone changes no Node object)
+                versions, changes, whole = rows.versions, rows.node_changes, rows.table_versions
             found = self._placements[reads_info] = Placement(
-                rows.table, rows.size, rows.slots, versions, rows.changes
+                rows.table, rows.size, rows.slots, versions, changes, whole
             )
         return found
 

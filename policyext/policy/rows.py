@@ -14,6 +14,8 @@ subexpression reading only `node` depends on), `info_versions` when the node or 
 information does (pods bound or gone). A source hands out each number once, for any slot,
 so a value kept for a number is that version's whatever slot it was kept in: slots can be
 reused and a reader racing a writer can at worst miss a kept value, never use a stale one.
+The table also counts the changes of either kind (`changes`, `node_changes`): a value kept
+for every slot while its count has not moved needs no check at all (columns.py).
 """
 
 from __future__ import annotations
@@ -64,13 +66,17 @@ class NodeRows:
 
     __slots__ = (
         "_records",
+        "_whole",
         "changes",
         "info_versions",
         "names",
+        "node_changes",
         "nodes",
         "size",
         "slots",
         "table",
+        "table_info_versions",
+        "table_versions",
         "versions",
     )
 
@@ -84,10 +90,21 @@ class NodeRows:
         info_versions: Versions,
         records: npt.NDArray[np.object_],
         changes: int = -1,
+        node_changes: int = -1,
+        table_versions: tuple[Versions, Versions] | None = None,
     ) -> None:
         self.table = table  # whose slots these are
-        # the table's count of version changes when the request looked (-1: not known)
+        # the table's counts of version changes when the request looked (-1: not known):
+        # of any version, and of the Node objects' alone
         self.changes = changes
+        self.node_changes = node_changes
+        # every slot's versions, and its node information's, as the request read them (None:
+        # not known)
+        self._whole = table_versions
+        self.table_versions: Versions | None = None
+        self.table_info_versions: Versions | None = None
+        if table_versions is not None:
+            self.table_versions, self.table_info_versions = table_versions
         self.size = size  # slots in the table: arrays indexed by slot need this many rows
         self.names = names
         self.slots = slots
@@ -124,6 +141,8 @@ class NodeRows:
             self.info_versions[at],
             self._records[at],
             self.changes,
+            self.node_changes,
+            self._whole,
         )
 
 
@@ -153,6 +172,7 @@ class _Epoch:
         "changes",
         "info_versions",
         "layout",
+        "node_changes",
         "records",
         "slot_of",
         "unsettled",
@@ -164,8 +184,10 @@ class _Epoch:
         self.slot_of: dict[str, int] = {}
         self.unsettled = 0  # names given a slot since the last `settle`
         self.layout = 0  # changes whenever a name gets or loses its slot
-        # counts every change of a slot's versions, after the change (see rows)
+        # count every change of a slot's versions, and of its Node object's, after the
+        # change (see rows)
         self.changes = 0
+        self.node_changes = 0
         self.used = 0  # slots handed out
         self.records: npt.NDArray[np.object_] = np.full(capacity, None, object)
         self.versions: Versions = np.full(capacity, NOWHERE, np.int64)
@@ -173,10 +195,13 @@ class _Epoch:
 
     def place(self, slot: int, record: NodeRecord) -> None:
         # the record first: a reader that sees the new numbers finds its record
+        new_node = self.versions[slot] != record.version
         self.records[slot] = record
         self.versions[slot] = record.version
         self.info_versions[slot] = record.info_version
         self.changes += 1
+        if new_node:
+            self.node_changes += 1
 
     def grow(self, size: int) -> None:
         # new arrays, the old ones left as they are for the readers that hold them
@@ -257,6 +282,7 @@ class NodeTable:
                 epoch.versions[slot] = NOWHERE  # the record stays for readers holding it
                 epoch.info_versions[slot] = NOWHERE
                 epoch.changes += 1
+                epoch.node_changes += 1
                 epoch.layout += 1
 
     def _compact(self, old: _Epoch) -> _Epoch:
@@ -285,7 +311,7 @@ class NodeTable:
         names = names if isinstance(names, list) else list(names)
         epoch = self._epoch
         # read before the versions: a change after this is seen by the next request's count
-        changes = epoch.changes
+        changes, node_changes = epoch.changes, epoch.node_changes
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
         slots = self._slots(names, epoch)
         size = len(versions)
@@ -303,7 +329,18 @@ class NodeTable:
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
-        return NodeRows(epoch, size, names, slots, held_versions, held_info, held_records, changes)
+        return NodeRows(
+            epoch,
+            size,
+            names,
+            slots,
+            held_versions,
+            held_info,
+            held_records,
+            changes,
+            node_changes,
+            (versions, info_versions),
+        )
 
 
 def _settle(epoch: _Epoch) -> None:
