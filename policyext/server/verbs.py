@@ -31,6 +31,9 @@ from policyext.server import remembered, wire
 from policyext.server.remembered import Remembered, memo_key
 
 UNKNOWN_NODE = "node is not in policyext's node cache"
+# refused nodes up to which a NodeNames filter reply is written node by node (measured: it
+# is then faster than through arrays; at 500 it is not)
+FEW_REFUSED = 256
 NO_SOURCE = (
     "policyext has no node source for NodeNames requests: run it with --snapshot or a "
     "cluster connection, or set nodeCacheCapable: false"
@@ -334,7 +337,13 @@ def nodes_filter_reply(
 def names_filter_reply(ev: Evaluation, unknown: Mapping[str, str]) -> tuple[bytes, Passed]:
     """ExtenderFilterResult of an evaluation in NodeNames mode (the names that passed, then
     the failed nodes, those the node source did not know first), and the NodeNames it
-    lists."""
+    lists. Up to FEW_REFUSED refused nodes, all by rejections they share, it is written
+    node by node; past that (or with verdicts of a node's own) through arrays."""
+    few = None if unknown else ev.few_refusals(FEW_REFUSED)
+    if few is not None:
+        feasible, failed_, unresolvable_ = few
+        encoded = orjson.dumps(feasible)
+        return wire.names_filter_dicts(encoded, failed_, unresolvable_), (encoded, feasible)
     feasible, failed, unresolvable = ev.filter_outcome()
     if unknown:  # first, as the request named them
         failed = Refused(

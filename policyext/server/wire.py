@@ -294,6 +294,24 @@ def names_filter_result(
     )
 
 
+def names_filter_dicts(
+    encoded: bytes, failed: dict[str, str], unresolvable: dict[str, str]
+) -> bytes:
+    """`names_filter_result` of the feasible names as encoded, and the refused nodes'
+    messages by name: the same bytes."""
+    return b"".join(
+        (
+            b'{"Nodes":null,"NodeNames":',
+            encoded,
+            b',"FailedNodes":',
+            orjson.dumps(failed),
+            b',"FailedAndUnresolvableNodes":',
+            orjson.dumps(unresolvable),
+            b',"Error":""}',
+        )
+    )
+
+
 def _messages_by_name(
     names: list[str], message: npt.NDArray[np.intp], messages: list[str]
 ) -> bytes:

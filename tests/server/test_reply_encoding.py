@@ -222,3 +222,44 @@ def test_the_node_by_node_evaluator_replies_the_same_way(kind: str) -> None:
     scores = {v.name: v.score for v in scored.nodes}
     plain = [{"Host": n, "Score": scores.get(n) or 0} for n in [*known, *UNKNOWN]]
     assert verbs.prioritize_reply(scored, [*known, *UNKNOWN], unique=True) == orjson.dumps(plain)
+
+
+# rejections alone that every node they reject shares (plain), quoted, unresolvable
+PLAIN_REJECTIONS = r"""
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata: {name: plain}
+spec:
+  filters:
+  - name: quoted
+    expression: "!node.metadata.name.startsWith('q')"
+    message: "a \"quoted\" \\ message, ünïcödé\n"
+  - name: gone
+    expression: "!node.metadata.name.startsWith('u')"
+    message: "gone for good"
+    unresolvable: true
+  - name: also-quoted
+    expression: "!node.metadata.name.startsWith('qq')"
+    message: "\"again\""
+"""
+REFUSED = ["qz1", 'qz"2', "qqz3", "uz1", "uz\\2", "quz", "qz-ü", "qqz\x01"]
+
+
+@pytest.mark.parametrize("most", [0, 3, len(REFUSED) - 1, len(REFUSED), 13, 14, 256])
+@pytest.mark.parametrize("kind", ["plain", "awkward"])
+def test_a_reply_with_few_refused_nodes_is_written_node_by_node_to_the_same_bytes(
+    most: int, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to verbs.FEW_REFUSED refused nodes (by rules whose rejection every node shares)
+    the reply is written node by node rather than through arrays: the same bytes."""
+    known = names_for(kind) + REFUSED
+    policies = load_policy_texts({"plain.yaml": PLAIN_REJECTIONS})
+    monkeypatch.setattr(verbs, "FEW_REFUSED", most)
+    now = Timestamp(time.time_ns())
+    args = wire.ExtenderArgs(POD, None, known)
+    filtered = verbs.run_filter(policies, source_of(known), args, now)
+    ev = filtered.evaluation
+    assert ev is not None
+    refused = len(known) - len(ev.feasible_names())
+    assert (ev.few_refusals(most) is None) is (most < refused)
+    assert filtered.body == plain_filter_reply(ev, [])
