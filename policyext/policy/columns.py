@@ -349,6 +349,9 @@ class _NodeValue(_Node):
             # every row current only if no other request wrote stamps since this one looked
             current = kept.writes == writes
             kept.checked, kept.checked_at = (slots, changes) if current else (None, -1)
+            # a request that looked before a change may write an older version's value:
+            # every slot is looked at again before any request is spared its check
+            kept.current_at = kept.looked_at = -1
             kept.writes += 1
             return _gather(whole, slots), kept
 

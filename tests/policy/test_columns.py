@@ -699,3 +699,34 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
         columns=False,
     )
     assert picture(by_columns) == picture(exact)
+
+
+def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one() -> None:
+    """A request that looked before a node changed may write that node's older value after
+    later requests found every slot current: the next request checks the rows again."""
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    rule = "node.metadata.?labels.?zone.orValue('') == 'a'"
+    policy_set = policies(policy("p", f'filters:\n- {{name: r, expression: "{rule}"}}\n'))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels={"zone": "a"}) for n in "abc"])
+    source.replace("pods", [])
+    names, pod = list("abc"), make_pod()
+
+    def kept(rows: Any) -> object:
+        return picture(prepare(policy_set, pod, source, NOW).evaluate(rows))
+
+    looked_before = source.node_rows([*names])  # b in zone a
+    changed = node("b", labels={"zone": "b"})
+    changed["metadata"]["resourceVersion"] = "2"
+    source.apply("nodes", "MODIFIED", changed)
+    for _ in range(3):  # every slot found current, b's new value kept
+        now = kept(source.node_rows([*names]))
+    kept(looked_before)  # b's older value written late, by the request that looked before
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        [source.get_node(n) for n in names],  # type: ignore[arg-type]
+        names=names,
+        columns=False,
+    )
+    assert kept(source.node_rows([*names])) == now == picture(exact)
