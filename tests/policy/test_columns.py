@@ -561,6 +561,22 @@ def test_a_node_list_given_again_is_answered_as_afresh_whatever_changed_between(
 # a node value of each kind a kept column holds (in a filter or a score), and a change of
 # node "b" between two calls (new labels, a pod bound to it), which the kept column takes row
 # by row; each change changes the answer
+def _kept_and_exact(
+    policy_set: PolicySet, pod: dict[str, Any], source: ClusterSource, names: list[str]
+) -> tuple[object, object]:
+    """What an evaluation of the source's rows for the names (a list of its own: its rows
+    are checked) says, and what the exact evaluator says of the same nodes."""
+    rows = source.node_rows([*names])
+    kept = prepare(policy_set, pod, source, NOW).evaluate(rows)  # type: ignore[arg-type]
+    nodes = [source.get_node(n) for n in names]
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        nodes,  # type: ignore[arg-type]
+        names=names,
+        columns=False,
+    )
+    return picture(kept), picture(exact)
+
+
 ROW_CHANGES: dict[str, tuple[str, str, dict[str, str], dict[str, str]]] = {
     "a bool": ("filters", "node.metadata.?labels.?zone.orValue('') == 'a'", {}, {"zone": "b"}),
     "a string": (
@@ -620,15 +636,7 @@ def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str, cha
     pod = make_pod(cpu="1500m", labels={"zone": "a", "rank": "4", "big": "9007199254740992"})
 
     def answers() -> tuple[object, object]:
-        rows = source.node_rows([*names])  # (a list of its own: its rows are checked)
-        kept = prepare(policy_set, pod, source, NOW).evaluate(rows)  # type: ignore[arg-type]
-        nodes = [source.get_node(n) for n in names]
-        exact = prepare(policy_set, pod, source, NOW).evaluate(
-            nodes,  # type: ignore[arg-type]
-            names=names,
-            columns=False,
-        )
-        return picture(kept), picture(exact)
+        return _kept_and_exact(policy_set, pod, source, names)
 
     for _ in range(3):
         kept, exact = answers()
@@ -689,16 +697,10 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
         + [node(names[-1])],
     )
     source.replace("pods", [])
-    pod = make_pod(labels={"size": constant})
-    rows = source.node_rows(names)
-    by_columns = prepare(policy_set, pod, source, NOW).evaluate(rows)  # type: ignore[arg-type]
-    nodes = [source.get_node(n) for n in names]
-    exact = prepare(policy_set, pod, source, NOW).evaluate(
-        nodes,  # type: ignore[arg-type]
-        names=names,
-        columns=False,
+    by_columns, exact = _kept_and_exact(
+        policy_set, make_pod(labels={"size": constant}), source, names
     )
-    assert picture(by_columns) == picture(exact)
+    assert by_columns == exact
 
 
 def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one() -> None:
@@ -724,9 +726,4 @@ def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one
     for _ in range(3):  # every slot found current, b's new value kept
         now = kept(source.node_rows([*names]))
     kept(looked_before)  # b's older value written late, by the request that looked before
-    exact = prepare(policy_set, pod, source, NOW).evaluate(
-        [source.get_node(n) for n in names],  # type: ignore[arg-type]
-        names=names,
-        columns=False,
-    )
-    assert kept(source.node_rows([*names])) == now == picture(exact)
+    assert _kept_and_exact(policy_set, pod, source, names) == (now, now)

@@ -111,14 +111,8 @@ def test_a_names_filter_result_is_the_plain_encoding(
     assert wire.names_filter_result(feasible, refusals(failed), refusals(unresolvable)) == plain
 
 
-# filters whose messages need escapes, an unresolvable one, one whose message reads the
-# node (each node's verdict of its own), one that errs on some nodes, and scores
-POLICIES = r"""
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata: {name: awkward}
-spec:
-  filters:
+# two filters both policies below have: a message that needs escapes, an unresolvable one
+SHARED_FILTERS = r"""
   - name: quoted
     expression: "!node.metadata.name.startsWith('q')"
     message: "a \"quoted\" \\ message, ünïcödé\n"
@@ -126,7 +120,19 @@ spec:
     expression: "!node.metadata.name.startsWith('u')"
     message: "gone for good"
     unresolvable: true
-  - name: own-words
+"""
+# filters whose messages need escapes, an unresolvable one, one whose message reads the
+# node (each node's verdict of its own), one that errs on some nodes, and scores
+POLICIES = (
+    r"""
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata: {name: awkward}
+spec:
+  filters:
+"""
+    + SHARED_FILTERS
+    + r"""  - name: own-words
     expression: "!node.metadata.name.startsWith('o')"
     messageExpression: "'node ' + node.metadata.name + ' said no'"
   - name: erring
@@ -143,6 +149,7 @@ spec:
     normalize: MinMax
     expression: "double(size(node.metadata.name) % 5)"
 """
+)
 
 
 def names_for(kind: str) -> list[str]:
@@ -225,23 +232,20 @@ def test_the_node_by_node_evaluator_replies_the_same_way(kind: str) -> None:
 
 
 # rejections alone that every node they reject shares (plain), quoted, unresolvable
-PLAIN_REJECTIONS = r"""
+PLAIN_REJECTIONS = (
+    r"""
 apiVersion: policyext.io/v1alpha1
 kind: SchedulingPolicy
 metadata: {name: plain}
 spec:
   filters:
-  - name: quoted
-    expression: "!node.metadata.name.startsWith('q')"
-    message: "a \"quoted\" \\ message, ünïcödé\n"
-  - name: gone
-    expression: "!node.metadata.name.startsWith('u')"
-    message: "gone for good"
-    unresolvable: true
-  - name: also-quoted
+"""
+    + SHARED_FILTERS
+    + r"""  - name: also-quoted
     expression: "!node.metadata.name.startsWith('qq')"
     message: "\"again\""
 """
+)
 REFUSED = ["qz1", 'qz"2', "qqz3", "uz1", "uz\\2", "quz", "qz-ü", "qqz\x01"]
 
 
