@@ -42,6 +42,7 @@ from policyext.cel import (
     reads,
 )
 from policyext.policy.masks import Mask, every, some
+from policyext.policy.rows import NOWHERE
 
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
 EXACT_INT: Final = 2.0**53
@@ -54,8 +55,6 @@ QUANTITY_TOLERANCE: Final = 1e-9
 COST_SHARE: Final = 0.5
 # a slot whose value is not kept yet (versions are never negative)
 NOT_KEPT: Final = -2
-# the version of a slot that holds no node (rows.NOWHERE)
-NOWHERE_VERSION: Final = -1
 
 _KINDS: Final = (bool, int, float, str, Quantity, dict, list, Timestamp, Duration)
 _second = operator.itemgetter(1)
@@ -495,7 +494,7 @@ def _look_at_every_slot(kept: _Kept, placed: Placement) -> None:
     if kept.waits > 0:
         return
     # (a writer's change after the count was read makes a slot differ, never agree)
-    if every((kept.stamps == versions) | (versions == NOWHERE_VERSION)):
+    if every((kept.stamps == versions) | (versions == NOWHERE)):
         kept.current_at = changes
     else:
         kept.waits = LOOK_AGAIN_AFTER
@@ -730,8 +729,7 @@ class _QuantityCompare(_Node):
             admits = self.admits if sign > 0 else self.admits[::-1]
             return _order_test(target, constant, c, admits)
         a = target.values
-        # (a constant this close to 0 but not 0 is no resource amount: compared exactly)
-        if math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280):
+        if _scalable(c):
             # decided where the approximations are too far apart to be wrong about the
             # order (never for an infinite or NaN row: inf > inf is false)
             diff = a - c
@@ -753,13 +751,19 @@ class _QuantityCompare(_Node):
         return Column(int, order, target.unknown)
 
 
+def _scalable(c: float) -> bool:
+    """Whether rows can be told apart from a constant approximated as `c` by a margin of
+    its size (a constant this close to 0 but not 0 is no resource amount: compared exactly)."""
+    return math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280)
+
+
 def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) -> Column:
     """Per row of a column of quantities, whether its order against the constant
     (approximated as `c`) is one the test admits. A row whose approximation is clearly on
     one side of `c` is decided by it; the others (within the band, NaN, or every row of a
     constant too close to 0 to scale) by comparing the quantities exactly."""
     a = target.values
-    if math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280):
+    if _scalable(c):
         low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
         if c < 0.0:
             low, high = high, low

@@ -66,7 +66,6 @@ class NodeRows:
 
     __slots__ = (
         "_records",
-        "_whole",
         "changes",
         "info_versions",
         "names",
@@ -91,7 +90,8 @@ class NodeRows:
         records: npt.NDArray[np.object_],
         changes: int = -1,
         node_changes: int = -1,
-        table_versions: tuple[Versions, Versions] | None = None,
+        table_versions: Versions | None = None,
+        table_info_versions: Versions | None = None,
     ) -> None:
         self.table = table  # whose slots these are
         # the table's counts of version changes when the request looked (-1: not known):
@@ -100,11 +100,8 @@ class NodeRows:
         self.node_changes = node_changes
         # every slot's versions, and its node information's, as the request read them (None:
         # not known)
-        self._whole = table_versions
-        self.table_versions: Versions | None = None
-        self.table_info_versions: Versions | None = None
-        if table_versions is not None:
-            self.table_versions, self.table_info_versions = table_versions
+        self.table_versions = table_versions
+        self.table_info_versions = table_info_versions
         self.size = size  # slots in the table: arrays indexed by slot need this many rows
         self.names = names
         self.slots = slots
@@ -142,7 +139,8 @@ class NodeRows:
             self._records[at],
             self.changes,
             self.node_changes,
-            self._whole,
+            self.table_versions,
+            self.table_info_versions,
         )
 
 
@@ -339,7 +337,8 @@ class NodeTable:
             held_records,
             changes,
             node_changes,
-            (versions, info_versions),
+            versions,
+            info_versions,
         )
 
 

@@ -288,7 +288,7 @@ class Evaluation:
             return None
         if not plain:
             return list(names), {}, {}
-        codes = _BITS[: len(plain)] @ np.array([mask for _, mask in plain])
+        codes = _bits_of([mask for _, mask in plain])
         rows = codes.nonzero()[0]
         if len(rows) > most:
             return None
@@ -388,12 +388,18 @@ def _codes(masks: list[Mask], rows: npt.NDArray[np.intp]) -> Codes:
     """For each of the rows, the masks that hold it as the bits of one number (mask k:
     bit k). Up to 8 masks, in one product over all of them rather than steps per mask."""
     if 0 < len(masks) <= 8:
-        packed: Codes = (_BITS[: len(masks)] @ np.array(masks))[rows]
-        return packed
+        return _bits_of(masks)[rows]
     codes = np.zeros(len(rows), np.int64)
     for bit, mask in enumerate(masks):
         codes |= mask[rows].astype(np.int64) << bit
     return codes
+
+
+def _bits_of(masks: list[Mask]) -> Codes:
+    """For every node, the masks (1 to 8) that hold it as the bits of one byte: one
+    product over all of them rather than steps per mask."""
+    packed: Codes = _BITS[: len(masks)] @ np.array(masks)
+    return packed
 
 
 _BITS: Final = np.array([1 << k for k in range(8)], np.uint8)

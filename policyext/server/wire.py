@@ -281,16 +281,10 @@ def names_filter_result(
     """`filter_result(None, feasible, failed, unresolvable)` with the failed nodes given as
     `Refusals` of distinct names: the same bytes, each message encoded once. `encoded`:
     `orjson.dumps(feasible)`, when the caller has it."""
-    return b"".join(
-        (
-            b'{"Nodes":null,"NodeNames":',
-            orjson.dumps(feasible) if encoded is None else encoded,
-            b',"FailedNodes":',
-            _messages_by_name(*failed),
-            b',"FailedAndUnresolvableNodes":',
-            _messages_by_name(*unresolvable),
-            b',"Error":""}',
-        )
+    return _names_filter_bytes(
+        orjson.dumps(feasible) if encoded is None else encoded,
+        _messages_by_name(*failed),
+        _messages_by_name(*unresolvable),
     )
 
 
@@ -299,14 +293,19 @@ def names_filter_dicts(
 ) -> bytes:
     """`names_filter_result` of the feasible names as encoded, and the refused nodes'
     messages by name: the same bytes."""
+    return _names_filter_bytes(encoded, orjson.dumps(failed), orjson.dumps(unresolvable))
+
+
+def _names_filter_bytes(feasible: bytes, failed: bytes, unresolvable: bytes) -> bytes:
+    """A NodeNames ExtenderFilterResult from its three values, each already encoded."""
     return b"".join(
         (
             b'{"Nodes":null,"NodeNames":',
-            encoded,
+            feasible,
             b',"FailedNodes":',
-            orjson.dumps(failed),
+            failed,
             b',"FailedAndUnresolvableNodes":',
-            orjson.dumps(unresolvable),
+            unresolvable,
             b',"Error":""}',
         )
     )
