@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policyext.cluster.cache import COUNTED_PODS
+from policyext.cluster.cache import BOUND_PODS, COUNTED_PODS
 from policyext.cluster.watch import Reflector
 
 
@@ -57,7 +57,7 @@ class _Recording:
         return _EmptyStream()
 
 
-@pytest.mark.parametrize("selector", ["", COUNTED_PODS])
+@pytest.mark.parametrize("selector", ["", BOUND_PODS, COUNTED_PODS])
 def test_the_list_and_the_watch_carry_the_same_field_selector(selector: str) -> None:
     api = _Recording()
     reflector = Reflector("pods", api, _Handler(), field_selector=selector)
@@ -72,5 +72,14 @@ def test_the_list_and_the_watch_carry_the_same_field_selector(selector: str) -> 
     assert listed.get("field_selector") == watched.get("field_selector") == (selector or None)
 
 
-def test_the_pod_watch_leaves_out_finished_pods_only() -> None:
-    assert COUNTED_PODS.split(",") == ["status.phase!=Succeeded", "status.phase!=Failed"]
+@pytest.mark.parametrize(
+    ("selector", "requirements"),
+    [
+        (BOUND_PODS, ["spec.nodeName!=", "status.phase!=Succeeded", "status.phase!=Failed"]),
+        (COUNTED_PODS, ["status.phase!=Succeeded", "status.phase!=Failed"]),
+    ],
+)
+def test_the_pod_watch_leaves_out_finished_pods_and_until_a_bind_pending_pods(
+    selector: str, requirements: list[str]
+) -> None:
+    assert selector.split(",") == requirements

@@ -180,8 +180,11 @@ def test_a_pod_arriving_and_leaving_updates_the_node_information(
     assert source.pod(namespace, name) is None
 
 
-def test_the_source_holds_no_finished_pods(
-    admin: KubeClient, namespace: str, start_source: Callable[[], ClusterSource]
+def test_the_source_holds_no_finished_pods_and_no_pending_pods_until_it_binds(
+    control_plane: ControlPlane,
+    admin: KubeClient,
+    namespace: str,
+    start_source: Callable[[], ClusterSource],
 ) -> None:
     node = _unique("node")
     admin.create_fake_node(fake_node(node))
@@ -197,10 +200,19 @@ def test_the_source_holds_no_finished_pods(
     source = start_source()  # what the list brings
 
     assert source.pod(namespace, finished) is None
-    # a pending pod is held: /bind counts it on its node at once
-    assert source.pod(namespace, pending) is not None
     assert source.pod(namespace, running) is not None
     assert _info(source, node)["requested"]["cpu"] == _cpu("300m")
+    # a scheduler that binds its pods itself: their events before the binding are not read
+    assert source.pod(namespace, pending) is None
+
+    first = _unique("first")
+    uid = _create_pod(admin, namespace, first, cpu="400m")["metadata"]["uid"]
+    assert ClusterBinder(_api(control_plane), source).bind(_Bind(first, namespace, uid, node)) == ""
+
+    # the extender binds: from then on the pending pods are held, for the binds to come
+    eventually(lambda: source.pod(namespace, pending))
+    assert source.pod(namespace, finished) is None
+    assert _info(source, node)["requested"]["cpu"] == _cpu("700m")
 
 
 def test_a_restarted_source_relists_and_forgets_what_vanished_meanwhile(
@@ -318,19 +330,28 @@ def test_a_410_gone_on_the_watch_makes_the_reflector_list_again_and_watch_on(
 # --------------------------------------------------------------------------- the binder
 
 
+@pytest.mark.parametrize("bind", ["first", "later"])
 def test_the_binder_binds_a_pod_and_the_source_counts_it_at_once(
     control_plane: ControlPlane,
     admin: KubeClient,
     namespace: str,
     start_source: Callable[[], ClusterSource],
+    bind: str,
 ) -> None:
     node = _unique("node")
     admin.create_fake_node(fake_node(node))
     name = _unique("pod")
     created = _create_pod(admin, namespace, name, cpu="400m")
     source = start_source()
-    eventually(lambda: source.pod(namespace, name))
     binder = ClusterBinder(_api(control_plane), source)
+    if bind == "later":  # the pod watch holds the pod already: nothing is read back
+        other, elsewhere = _unique("other"), _unique("node")
+        admin.create_fake_node(fake_node(elsewhere))
+        uid = _create_pod(admin, namespace, other, cpu="100m")["metadata"]["uid"]
+        assert binder.bind(_Bind(other, namespace, uid, elsewhere)) == ""
+        eventually(lambda: source.pod(namespace, name))
+    else:  # the first bind: the pod watch has left the pending pod out, the binder reads it
+        assert source.pod(namespace, name) is None
 
     error = binder.bind(_Bind(name, namespace, created["metadata"]["uid"], node))
 
