@@ -107,18 +107,22 @@ class NodeRows:
         self.slots = slots
         self.versions = versions
         self.info_versions = info_versions
-        self._records = records  # by position: what the source held when the request looked
-        self.nodes = _Nodes(records)
+        # the table's records by slot, as the request found them: a row's record is read
+        # when asked for (most requests read none: their values are kept), not copied for
+        # every row, which would touch each record's memory
+        self._records = records
+        self.nodes = _Nodes(records, slots)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def record(self, i: int) -> NodeRecord:
-        """The record of the request's node i, as the source held it when the request
-        looked (its versions are the record's own: `versions[i]` was read from the arrays a
-        writer updates after the record, so it may be a step behind)."""
-        found: NodeRecord | None = self._records[i]
-        assert found is not None, "a row the source does not hold"
+        """The record of the request's node i: the one the source held when the request
+        looked, or a later one (its versions are the record's own: `versions[i]` may be a
+        step behind it)."""
+        slot = int(self.slots[i])
+        assert slot != NOWHERE, "a row the source does not hold"
+        found: NodeRecord = self._records[slot]
         return found
 
     def known(self) -> npt.NDArray[np.bool_]:
@@ -136,7 +140,7 @@ class NodeRows:
             self.slots[at],
             self.versions[at],
             self.info_versions[at],
-            self._records[at],
+            self._records,
             self.changes,
             self.node_changes,
             self.table_versions,
@@ -148,16 +152,19 @@ class _Nodes(Sequence[Json]):
     """The rows' Node objects, for the few the engine reads (most requests evaluate no
     node at all: their values are kept)."""
 
-    __slots__ = ("_records",)
+    __slots__ = ("_records", "_slots")
 
-    def __init__(self, records: npt.NDArray[np.object_]) -> None:
+    def __init__(self, records: npt.NDArray[np.object_], slots: Slots) -> None:
         self._records = records
+        self._slots = slots
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._slots)
 
     def __getitem__(self, i: int) -> Json:  # type: ignore[override]
-        record: NodeRecord = self._records[i]
+        slot = self._slots[i]
+        assert slot != NOWHERE, "a row the source does not hold"
+        record: NodeRecord = self._records[slot]
         return record.node
 
 
@@ -316,14 +323,11 @@ class NodeTable:
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
         if every(inside):
-            held_versions = versions[slots]
-            held_info, held_records = info_versions[slots], records[slots]
+            held_versions, held_info = versions[slots], info_versions[slots]
         else:
             at = np.where(inside, slots, 0)
             held_versions = np.where(inside, versions[at], NOWHERE)
             held_info = np.where(inside, info_versions[at], NOWHERE)
-            held_records = records[at]
-            held_records[~inside] = None
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
@@ -334,7 +338,7 @@ class NodeTable:
             slots,
             held_versions,
             held_info,
-            held_records,
+            records,
             changes,
             node_changes,
             versions,
