@@ -103,7 +103,7 @@ def plain_post(data: bytes, limits: HeadLimits) -> PlainPost | None:
             return None  # gunicorn refuses some repeats; none of them is plain
         seen.add(key)
         if key == b"content-length":
-            if not value.isdigit():
+            if not _number(value):
                 return None
             length = int(value)
         elif key == b"content-type":
@@ -121,6 +121,17 @@ def plain_post(data: bytes, limits: HeadLimits) -> PlainPost | None:
     if len(data) < end:
         return None
     return PlainPost(parts[1].decode("ascii"), body_start, end)
+
+
+def _number(digits: bytes) -> bool:
+    """Whether a Content-Length value is a number this lane takes: digits, at most
+    LENGTH_DIGITS of them (any body it takes is far shorter; a number thousands of digits
+    long is not even converted by int())."""
+    return len(digits) <= LENGTH_DIGITS and digits.isdigit()
+
+
+# the longest Content-Length value the lane takes: up to 10^18 - 1 bytes
+LENGTH_DIGITS: Final = 18
 
 
 def response(status: str, body: bytes) -> bytes:

@@ -199,4 +199,16 @@ def _framing_headers(head: bytes) -> tuple[int, bool, bool, bool]:
         return 0, False, False, expect
     if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
         return 0, False, True, expect
-    return int(lengths.pop()), False, False, expect
+    return _length(lengths.pop()), False, False, expect
+
+
+def _length(digits: bytes) -> int:
+    """A Content-Length's value; past LENGTH_DIGITS significant digits, a number as large
+    (beyond any body limit) in its place: int() refuses one thousands of digits long, and
+    the event loop must not fail on what a client sends."""
+    significant = digits.lstrip(b"0")
+    return int(significant or b"0") if len(significant) <= LENGTH_DIGITS else 10**LENGTH_DIGITS
+
+
+# significant digits of a Content-Length read as they are
+LENGTH_DIGITS: Final = 18

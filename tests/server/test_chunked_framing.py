@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.server.harness import ExtenderServer
+from tests.server.hostile import worker_pids
 
 ENDPOINTS = ["/filter", "/prioritize", "/preempt", "/bind", "/explain"]
 HEAD = (
@@ -78,3 +79,26 @@ def test_broken_chunked_framing_is_a_400_that_says_what_is_wrong(
     assert demo_server.get("/healthz").status == 200
     assert demo_server.stderr_text().count("Traceback") == tracebacks
     assert "unexpected error" not in demo_server.stderr_text()
+
+
+@pytest.mark.parametrize(
+    ("length", "status"),
+    [("9" * 5000, 413), ("0" * 5000 + "2", 400)],
+    ids=["a number thousands of digits long", "a small number padded with thousands of zeros"],
+)
+def test_a_content_length_thousands_of_digits_long_is_refused_by_the_same_worker(
+    demo_server: ExtenderServer, length: str, status: int
+) -> None:
+    workers = worker_pids(demo_server)
+    tracebacks = demo_server.stderr_text().count("Traceback")
+    head = (
+        "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+    answer, headers, body = exchange(demo_server, head.encode() + b"{}")
+    assert answer == status, body
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body)["status"] == status
+    assert demo_server.get("/healthz").status == 200
+    assert worker_pids(demo_server) == workers
+    assert demo_server.stderr_text().count("Traceback") == tracebacks

@@ -428,6 +428,14 @@ PLAIN_OR_NOT: dict[str, tuple[bytes, str | None]] = {
     "a request line over the limit": (PLAIN.replace(b"/filter", b"/" + b"f" * 8190, 1), None),
     "a header over the limit": (_with("X-A: " + "a" * 8190), None),
     "as many headers as the limit": (_with("\r\n".join(f"X-{i}: 1" for i in range(96))), None),
+    "a Content-Length of 19 digits": (
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"0" * 18 + b"2", 1),
+        None,
+    ),
+    "a Content-Length of thousands of digits": (
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"0" * 8000 + b"2", 1),
+        None,
+    ),
 }
 
 

@@ -44,6 +44,10 @@ WHOLE = [
         HEAD + b"Transfer-Encoding: chunked\r\n\r\n2;a=\x01\r\n",
         True,
     ),
+    Case(
+        "a length padded with thousands of zeros",
+        HEAD + b"Content-Length: " + b"0" * 5000 + b"2\r\n\r\n{}",
+    ),
     Case("a length that is not a number", HEAD + b"Content-Length: 1x\r\n\r\n", True),
     Case("two different lengths", HEAD + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n", True),
     Case(
@@ -80,10 +84,16 @@ def test_a_request_fed_one_byte_at_a_time_is_complete_at_its_last_byte(case: Cas
     ("request_bytes", "status"),
     [
         (HEAD + b"Content-Length: 2000\r\n\r\n", 413),
+        (HEAD + b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n", 413),
         (HEAD + b"Transfer-Encoding: chunked\r\n\r\n400\r\n" + b"x" * 1024 + b"\r\n400\r\n", 413),
         (HEAD + b"X: " + b"a" * 5000, 431),
     ],
-    ids=["a length over the limit", "chunks over the limit", "headers with no end"],
+    ids=[
+        "a length over the limit",
+        "a length thousands of digits long",
+        "chunks over the limit",
+        "headers with no end",
+    ],
 )
 def test_what_is_over_a_limit_is_refused_as_soon_as_it_shows(
     request_bytes: bytes, status: int
