@@ -61,7 +61,7 @@ from gunicorn import http
 from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
-from policyext.server.direct import HeadLimits, Lane, PlainPost, plain_post, response, send_response
+from policyext.server.direct import HeadLimits, Lane, PlainHeads, PlainPost, response, send_response
 from policyext.server.framing import Complete, Framer, Refusal
 from policyext.server.metrics import count_refused
 
@@ -139,11 +139,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             65536,
             cfg.limit_request_line + cfg.limit_request_fields * (cfg.limit_request_field_size + 2),
         )
-        self._limits = HeadLimits.of(
-            cfg.limit_request_line,
-            cfg.limit_request_fields,
-            cfg.limit_request_field_size,
-            cfg.secure_scheme_headers,
+        self._heads = PlainHeads(
+            HeadLimits.of(
+                cfg.limit_request_line,
+                cfg.limit_request_fields,
+                cfg.limit_request_field_size,
+                cfg.secure_scheme_headers,
+            )
         )
 
     def load_wsgi(self) -> None:
@@ -281,7 +283,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if self._working or not buffer.startswith(b"POST ") or not self._lane_open():
             return None  # (while threads work, they share the interpreter with this call)
         data = bytes(buffer)
-        call = plain_post(data, self._limits)
+        call = self._heads.find(data)
         if (
             call is None
             or (end is not None and call.end != end)
@@ -468,7 +470,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         answer it: not a plain call, or gunicorn would close the connection after it."""
         if not data.startswith(b"POST ") or not self._lane_open():
             return None
-        call = plain_post(data, self._limits)
+        call = self._heads.find(data)
         if call is None:
             return None
         answer = self._lane_answer(call, data)

@@ -24,7 +24,15 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
-from policyext.server.direct import LARGE_REPLY, HeadLimits, plain_post, response, send_response
+from policyext.server import direct
+from policyext.server.direct import (
+    LARGE_REPLY,
+    HeadLimits,
+    PlainHeads,
+    plain_post,
+    response,
+    send_response,
+)
 from policyext.server.worker import IN_LOOP_BODY, FramingThreadWorker
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
@@ -436,14 +444,34 @@ PLAIN_OR_NOT: dict[str, tuple[bytes, str | None]] = {
         PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"0" * 8000 + b"2", 1),
         None,
     ),
+    "a space after the Content-Length": (
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2 ", 1),
+        "/filter",
+    ),
+    "a Content-Length of another spelling": (
+        PLAIN.replace(b"Content-Length: 2", b"content-length:2", 1),
+        "/filter",
+    ),
 }
 
 
+def _heads(seen: str, limits: HeadLimits = LIMITS) -> PlainHeads:
+    """What finds plain calls in the event loop: new, or after plain calls to both paths
+    of the table whose Content-Length was another (the heads it then remembers are those
+    of most of the table's requests, but for that value)."""
+    heads = PlainHeads(limits)
+    if seen == "after other plain calls":
+        for path in ("/filter", "/a/b/prioritize"):
+            assert heads.find(call(path, b"[1, 2]")) is not None
+    return heads
+
+
+@pytest.mark.parametrize("seen", ["alone", "new", "after other plain calls"])
 @pytest.mark.parametrize("data, path", PLAIN_OR_NOT.values(), ids=list(PLAIN_OR_NOT))
 def test_only_a_plain_post_of_json_is_taken_for_the_direct_lane(
-    data: bytes, path: str | None
+    data: bytes, path: str | None, seen: str
 ) -> None:
-    found = plain_post(data, LIMITS)
+    found = plain_post(data, LIMITS) if seen == "alone" else _heads(seen).find(data)
     if path is None:
         assert found is None
         return
@@ -451,6 +479,39 @@ def test_only_a_plain_post_of_json_is_taken_for_the_direct_lane(
     assert found.path == path
     assert data[found.body_start : found.end] == b"{}"
     assert data[found.end :] in (b"", PLAIN), "what follows is the next request"
+
+
+# a header line at most 34 bytes long: the Go client's Content-Length line is 16 bytes and
+# its number, so that a number of 16 digits is within the limit, and of 17 not
+SHORT_LINES = HeadLimits.of(8190, 100, 34, [])
+
+
+@pytest.mark.parametrize("seen", ["alone", "new", "after other plain calls"])
+@pytest.mark.parametrize(("digits", "plain"), [(1, True), (16, True), (17, False), (18, False)])
+def test_a_content_length_line_over_the_header_limit_makes_a_call_not_plain(
+    seen: str, digits: int, plain: bool
+) -> None:
+    data = PLAIN.replace(b"Content-Length: 2", b"Content-Length: " + b"2".zfill(digits), 1)
+    found = (
+        plain_post(data, SHORT_LINES) if seen == "alone" else _heads(seen, SHORT_LINES).find(data)
+    )
+    assert (found is not None) == plain
+
+
+def test_a_head_seen_before_but_for_its_content_length_is_not_read_line_by_line_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    heads = _heads("after other plain calls")
+    monkeypatch.setattr(direct, "plain_post", _not_called)
+
+    for body in (b"{}", b"[" * 5000):
+        found = heads.find(call("/filter", body))
+        assert found is not None
+        assert (found.path, found.end - found.body_start) == ("/filter", len(body))
+
+
+def _not_called(data: bytes, limits: HeadLimits) -> None:
+    raise AssertionError("read line by line")
 
 
 class _App:
