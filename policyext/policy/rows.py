@@ -107,22 +107,18 @@ class NodeRows:
         self.slots = slots
         self.versions = versions
         self.info_versions = info_versions
-        # the table's records by slot, as the request found them: a row's record is read
-        # when asked for (most requests read none: their values are kept), not copied for
-        # every row, which would touch each record's memory
-        self._records = records
-        self.nodes = _Nodes(records, slots)
+        self._records = records  # by position: what the source held when the request looked
+        self.nodes = _Nodes(records)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def record(self, i: int) -> NodeRecord:
-        """The record of the request's node i: the one the source held when the request
-        looked, or a later one (its versions are the record's own: `versions[i]` may be a
-        step behind it)."""
-        slot = int(self.slots[i])
-        assert slot != NOWHERE, "a row the source does not hold"
-        found: NodeRecord = self._records[slot]
+        """The record of the request's node i, as the source held it when the request
+        looked (its versions are the record's own: `versions[i]` was read from the arrays a
+        writer updates after the record, so it may be a step behind)."""
+        found: NodeRecord | None = self._records[i]
+        assert found is not None, "a row the source does not hold"
         return found
 
     def known(self) -> npt.NDArray[np.bool_]:
@@ -140,7 +136,7 @@ class NodeRows:
             self.slots[at],
             self.versions[at],
             self.info_versions[at],
-            self._records,
+            self._records[at],
             self.changes,
             self.node_changes,
             self.table_versions,
@@ -152,19 +148,16 @@ class _Nodes(Sequence[Json]):
     """The rows' Node objects, for the few the engine reads (most requests evaluate no
     node at all: their values are kept)."""
 
-    __slots__ = ("_records", "_slots")
+    __slots__ = ("_records",)
 
-    def __init__(self, records: npt.NDArray[np.object_], slots: Slots) -> None:
+    def __init__(self, records: npt.NDArray[np.object_]) -> None:
         self._records = records
-        self._slots = slots
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self._records)
 
     def __getitem__(self, i: int) -> Json:  # type: ignore[override]
-        slot = self._slots[i]
-        assert slot != NOWHERE, "a row the source does not hold"
-        record: NodeRecord = self._records[slot]
+        record: NodeRecord = self._records[i]
         return record.node
 
 
@@ -323,11 +316,14 @@ class NodeTable:
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
         if every(inside):
-            held_versions, held_info = versions[slots], info_versions[slots]
+            held_versions = versions[slots]
+            held_info, held_records = info_versions[slots], records[slots]
         else:
             at = np.where(inside, slots, 0)
             held_versions = np.where(inside, versions[at], NOWHERE)
             held_info = np.where(inside, info_versions[at], NOWHERE)
+            held_records = records[at]
+            held_records[~inside] = None
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
@@ -338,7 +334,7 @@ class NodeTable:
             slots,
             held_versions,
             held_info,
-            records,
+            held_records,
             changes,
             node_changes,
             versions,
