@@ -22,6 +22,8 @@ from typing import Any, Final
 from gunicorn import SERVER
 from gunicorn.util import http_date
 
+from policyext.server.framing import LENGTH_DIGITS
+
 # the application's lane entry: (path, body) -> (status line, JSON reply, what counts and
 # logs the answer: called once the reply is sent), or None when the application answers
 # the request itself (another path, a body not the protocol's)
@@ -129,7 +131,9 @@ class PlainHeads:
     value (the Go client writes it as `Content-Length: <digits>`), and whether a head is
     plain does not depend on that value as long as it is a number within the limits: a head
     seen before but for it needs only its number read. That is a few C calls instead of a
-    look at every line, for every call kube-scheduler makes on its serial path."""
+    look at every line, for every call kube-scheduler makes on its serial path. The event
+    loop and the threads share it: what one of them remembers the others may miss (a dict
+    replaced whole), which only costs a look at every line again."""
 
     def __init__(self, limits: HeadLimits) -> None:
         self.limits = limits
@@ -167,8 +171,6 @@ def _number(digits: bytes) -> bool:
     return len(digits) <= LENGTH_DIGITS and digits.isdigit()
 
 
-# the longest Content-Length value the lane takes: up to 10^18 - 1 bytes
-LENGTH_DIGITS: Final = 18
 # how a client that writes its headers as Go's does writes the Content-Length line
 _LENGTH_LINE: Final = b"\r\nContent-Length: "
 # heads remembered per event loop: one per path and client kind is the usual count

@@ -210,5 +210,6 @@ def _length(digits: bytes) -> int:
     return int(significant or b"0") if len(significant) <= LENGTH_DIGITS else 10**LENGTH_DIGITS
 
 
-# significant digits of a Content-Length read as they are
+# significant digits of a Content-Length read as they are (10^18 bytes is beyond any body
+# limit)
 LENGTH_DIGITS: Final = 18
