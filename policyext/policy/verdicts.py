@@ -284,7 +284,7 @@ class Evaluation:
         `most` nodes are refused: a few hundred refused nodes are written faster one by
         one than through the arrays `refusals` gives for thousands. None otherwise."""
         plain, names = self.plain, self.names
-        if self.own or len(plain) > 8:
+        if self.own or len(plain) > len(_BITS):
             return None
         if not plain:
             return list(names), {}, {}
@@ -387,7 +387,7 @@ Codes = npt.NDArray[np.integer[Any]]
 def _codes(masks: list[Mask], rows: npt.NDArray[np.intp]) -> Codes:
     """For each of the rows, the masks that hold it as the bits of one number (mask k:
     bit k). Up to 8 masks, in one product over all of them rather than steps per mask."""
-    if 0 < len(masks) <= 8:
+    if 0 < len(masks) <= len(_BITS):
         return _bits_of(masks)[rows]
     codes = np.zeros(len(rows), np.int64)
     for bit, mask in enumerate(masks):
@@ -402,6 +402,7 @@ def _bits_of(masks: list[Mask]) -> Codes:
     return packed
 
 
+# one bit per mask in a byte: the most masks one product packs
 _BITS: Final = np.array([1 << k for k in range(8)], np.uint8)
 
 
