@@ -293,8 +293,7 @@ class ClusterSource:
                 return
             self._binds_seen = True
         log.info("pods: the extender binds: the pod watch lists pending pods from now on")
-        self._pod_watch.field_selector = COUNTED_PODS
-        self._pod_watch.request_relist()
+        self._pod_watch.reselect(COUNTED_PODS)
 
     # -- writers (watch threads), under the lock
 

@@ -125,6 +125,12 @@ class Reflector:
             if not thread.is_alive():  # else start() must not run a second one beside it
                 self._thread = None
 
+    def reselect(self, field_selector: str) -> None:
+        """List and watch the objects `field_selector` selects from now on: listed again
+        at once, so that the source holds what the new selector brings."""
+        self.field_selector = field_selector
+        self.request_relist()
+
     def request_relist(self) -> None:
         """List again at the next chance (and end the current stream to get there now)."""
         self._relist.set()

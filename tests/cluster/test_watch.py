@@ -83,3 +83,44 @@ def test_the_pod_watch_leaves_out_finished_pods_and_until_a_bind_pending_pods(
     selector: str, requirements: list[str]
 ) -> None:
     assert selector.split(",") == requirements
+
+
+class _Reselecting:
+    """Answers lists and watches; while the first watch is open, the selector changes
+    (as on the extender's first /bind); the second watch stops the reflector."""
+
+    def __init__(self, selector: str) -> None:
+        self.selector = selector
+        self.calls: list[dict[str, Any]] = []
+        self.reflector: Reflector | None = None
+        self.watched = threading.Event()
+
+    def __call__(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        if not kwargs.get("watch"):
+            return _Page()
+        assert self.reflector is not None
+        if sum(1 for c in self.calls if c.get("watch")) == 1:
+            self.reflector.reselect(self.selector)
+        else:
+            self.reflector._stop.set()
+            self.watched.set()
+        return _EmptyStream()
+
+
+def test_a_new_field_selector_is_listed_at_once_and_then_watched() -> None:
+    api = _Reselecting(COUNTED_PODS)
+    reflector = Reflector("pods", api, _Handler(), field_selector=BOUND_PODS)
+    api.reflector = reflector
+
+    reflector.start()
+    assert api.watched.wait(60)
+    reflector.stop()
+
+    calls = [("watch" if c.get("watch") else "list", c.get("field_selector")) for c in api.calls]
+    assert calls == [
+        ("list", BOUND_PODS),
+        ("watch", BOUND_PODS),
+        ("list", COUNTED_PODS),
+        ("watch", COUNTED_PODS),
+    ]
