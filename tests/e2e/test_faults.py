@@ -211,5 +211,8 @@ def test_an_extender_restart_loses_no_pending_pod(
     eventually(lambda: all(_bound(admin, namespace, name) for name in names), timeout=60)
 
     assert {_bound(admin, namespace, name) for name in names} == {node}
+    # bound by us (counted once our handler returns, a moment after the API shows the
+    # binding; the restarted extender's first binds read their pod back first)
+    eventually(lambda: (extender.metric("policyext_requests_total", BIND_OK) or 0) >= len(names))
     assert extender.probe([node])[node]["pods-seen"] == len(names)
     assert "/filter" in failed[0]["message"]  # the scheduler could not reach our filter
