@@ -52,9 +52,12 @@ class _Recording:
         if not kwargs.get("watch"):
             return _Page()
         assert self.reflector is not None
-        self.reflector._stop.set()  # the loop ends after this stream
-        self.watched.set()
+        self._watching(self.reflector)
         return _EmptyStream()
+
+    def _watching(self, reflector: Reflector) -> None:
+        reflector._stop.set()  # the loop ends after this stream
+        self.watched.set()
 
 
 @pytest.mark.parametrize("selector", ["", BOUND_PODS, COUNTED_PODS])
@@ -85,27 +88,19 @@ def test_the_pod_watch_leaves_out_finished_pods_and_until_a_bind_pending_pods(
     assert selector.split(",") == requirements
 
 
-class _Reselecting:
+class _Reselecting(_Recording):
     """Answers lists and watches; while the first watch is open, the selector changes
     (as on the extender's first /bind); the second watch stops the reflector."""
 
     def __init__(self, selector: str) -> None:
+        super().__init__()
         self.selector = selector
-        self.calls: list[dict[str, Any]] = []
-        self.reflector: Reflector | None = None
-        self.watched = threading.Event()
 
-    def __call__(self, **kwargs: Any) -> Any:
-        self.calls.append(kwargs)
-        if not kwargs.get("watch"):
-            return _Page()
-        assert self.reflector is not None
+    def _watching(self, reflector: Reflector) -> None:
         if sum(1 for c in self.calls if c.get("watch")) == 1:
-            self.reflector.reselect(self.selector)
+            reflector.reselect(self.selector)
         else:
-            self.reflector._stop.set()
-            self.watched.set()
-        return _EmptyStream()
+            super()._watching(reflector)
 
 
 def test_a_new_field_selector_is_listed_at_once_and_then_watched() -> None:
