@@ -99,6 +99,20 @@ class Prepared:
     def counters(self) -> Counters:
         return self.request.counters
 
+    def for_scores(self, deadline: float | None) -> Prepared | None:
+        """This pod side again, for the scores of the nodes its filters passed (what
+        kube-scheduler asks prioritize next), when nothing of it depends on the time: its
+        counters start over (the scores' evaluations and errors alone, their own
+        deadline). None when the filters ran out of time (what it kept may be the
+        deadline's errors)."""
+        counters = self.request.counters
+        if counters.timed_out:
+            return None
+        counters.evaluations = 0
+        counters.errors = sum(1 for match in self.matches if match.error is not None)
+        counters.deadline = deadline
+        return self
+
     def evaluate(
         self,
         nodes: Sequence[Json] | NodeRows,

@@ -56,6 +56,8 @@ class VerbResult:
     # them back to prioritize (server/names.py)
     passed: Passed | None = None
     ahead: bool = False  # a prioritize reply worked out before the call (remembered.Ahead)
+    # a filter call's pod side, for the prioritize reply worked out after it
+    prepared: Prepared | None = None
 
     def again(self, pod: str, prepared: Prepared) -> VerbResult:
         """This reply, for another pod with the same signature: the evaluation as it would
@@ -63,7 +65,9 @@ class VerbResult:
         ev = self.evaluation
         if ev is not None:
             ev = replace(ev, evaluations=prepared.counters.evaluations)
-        return VerbResult(self.body, ev, self.nodes, self.error, pod, self.passed)
+        return VerbResult(
+            self.body, ev, self.nodes, self.error, pod, self.passed, prepared=prepared
+        )
 
 
 Passed = tuple[bytes, list[str]]
@@ -219,15 +223,20 @@ def _answer(
     memo: Memo | None,
     deadline: float | None,
 ) -> tuple[
-    VerbResult | None, Hashable | None, Evaluation, Sequence[Mapping[str, Any]], dict[str, str]
+    VerbResult | None,
+    Hashable | None,
+    Evaluation,
+    Sequence[Mapping[str, Any]],
+    dict[str, str],
+    Prepared,
 ]:
     """A filter or prioritize call up to the engine's answer: the remembered reply (and
     nothing else), or the memo key, the evaluation, the node objects and the names that
-    could not be resolved."""
+    could not be resolved; and the pod side either way."""
     prepared = prepare(policies, args.pod, source, now, deadline=deadline)
     key, known = _recall(verb, memo, policies, prepared, source, args)
     if known is not None:
-        return known, key, known.evaluation, [], {}  # type: ignore[return-value]
+        return known, key, known.evaluation, [], {}, prepared  # type: ignore[return-value]
     nodes, names, unknown = _resolve(args, source)
     filters = verb == "filter"
     ev = prepared.evaluate(
@@ -238,7 +247,7 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, args.nodes if args.nodes is not None else [], unknown
+    return None, key, ev, args.nodes if args.nodes is not None else [], unknown, prepared
 
 
 def run_filter(
@@ -257,7 +266,9 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    known, key, ev, nodes, unknown = _answer("filter", policies, source, args, now, memo, deadline)
+    known, key, ev, nodes, unknown, prepared = _answer(
+        "filter", policies, source, args, now, memo, deadline
+    )
     if known is not None:
         return known
     passed: Passed | None = None
@@ -266,7 +277,8 @@ def run_filter(
     else:
         originals = args.raw_nodes if args.raw_nodes is not None else nodes
         body = nodes_filter_reply(ev, unknown, originals)
-    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod), passed=passed)
+    pod = pod_id(args.pod)
+    result = VerbResult(body, ev, len(args.names), pod=pod, passed=passed, prepared=prepared)
     _remember(memo, policies, key, result)
     return result
 
@@ -284,7 +296,7 @@ def run_prioritize(
         check_repeats(args.node_names)
         zeros = wire.host_priorities(args.names, [0] * len(args.names))
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
-    known, key, ev, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
+    known, key, ev, _, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
     if known is not None:
         return known
     # NodeNames were checked for repeats by _resolve; nodes sent whole were not
@@ -301,17 +313,21 @@ def prioritize_ahead(
     names: list[str],
     now: Timestamp,
     deadline: float | None = None,
+    filtered: Prepared | None = None,
 ) -> tuple[NodeRows, VerbResult] | None:
     """What `run_prioritize` answers a NodeNames call about `names` for `pod`, and the rows
     it scored (in the versions it scored), worked out before the call (remembered.Ahead);
     None when it would not be the nodes' own answer (the deadline cut it short) or it is
-    not worth keeping (no node source, nodes it does not know, a name twice)."""
+    not worth keeping (no node source, nodes it does not know, a name twice). `filtered`:
+    the pod side of the filter call that passed them, prepared for the same policies and
+    used up here (the caller has checked that scoring does not read the time)."""
     if source is None or source_problem(wire.ExtenderArgs(pod, None, names), source, policies):
         return None  # (run_prioritize answers zeros)
     rows = source.node_rows(names)
     if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
         return None
-    prepared = prepare(policies, pod, source, now, deadline=deadline)
+    reused = filtered.for_scores(deadline) if filtered is not None else None
+    prepared = reused or prepare(policies, pod, source, now, deadline=deadline)
     ev = prepared.evaluate(rows, filters=False, scores=True, detail=False)
     if ev.timed_out:
         return None

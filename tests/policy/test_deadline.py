@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from policyext.policy.engine import evaluate
+from policyext.policy.engine import evaluate, prepare
 from policyext.policy.frames import DeadlineExceeded
 from tests.policy.helpers import NOW, node, pod, policies, policy
 from tests.policy.test_engine import snapshot_of
@@ -62,3 +62,31 @@ def test_the_deadline_error_is_an_evaluation_error() -> None:
     from policyext.cel import CELEvalError
 
     assert issubclass(DeadlineExceeded, CELEvalError)
+
+
+SCORED = policy(
+    "p",
+    "filters:\n- "
+    + NO_SPOT % ""
+    + "\nscores:\n- {name: named, expression: \"pod.metadata.name == 'web' ? 10 : 0\"}",
+)
+
+
+@pytest.mark.parametrize(
+    ("filter_deadline", "reusable"),
+    [(None, True), (PAST, False)],
+    ids=["filters in time", "filters out of time"],
+)
+def test_a_pod_side_serves_the_scores_after_its_filters_only_if_they_ran_in_time(
+    filter_deadline: float | None, reusable: bool
+) -> None:
+    prepared = prepare(policies(SCORED), pod("web"), None, NOW, deadline=filter_deadline)
+    prepared.evaluate(NODES, filters=True, scores=False)
+
+    again = prepared.for_scores(deadline=None)
+
+    assert (again is prepared) is reusable
+    if again is not None:
+        assert again.counters.evaluations == 0 and again.counters.errors == 0
+        scored = again.evaluate(NODES[1:], filters=False, scores=True)
+        assert not scored.timed_out and scored.final_scores() == {"on-demand-b": 10}

@@ -317,3 +317,79 @@ def test_whether_scores_can_change_with_the_time_is_known_from_the_policies(
     case: str, text: str, reads: bool
 ) -> None:
     assert _policies(text).scores_read_time is reads
+
+
+def test_the_scores_worked_out_ahead_take_the_pod_side_of_the_filter_call(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.schedule(_pod("first"))
+    prepared: list[str] = []
+    real = verbs.prepare
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        prepared.append(verbs.pod_id(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verbs, "prepare", counted)
+    web = _pod("web", labels={"tier": "silver"})
+
+    reply = server.schedule(web)
+
+    assert server.last_prioritize()["scoredAhead"] is True
+    assert prepared == ["shop/web"]  # the filter call's: the scores ahead did not read it again
+    passed = json.loads(server.call("filter", _body(web, NAMES)))["NodeNames"]
+    assert reply == server.reference("prioritize", _body(web, passed))
+
+
+# a policy whose match condition fails for pods without a tier label (an error counted by
+# every call), beside one whose rules fail on the nodes without a tier label (a filter
+# ignoring it, a score) and that reads the pod in every call
+FAILING = "\n---\n".join(
+    [
+        PLACEMENT,
+        policy(
+            "tiered",
+            """
+    match:
+      conditions:
+        - {name: tiered, expression: "pod.metadata.labels.tier != ''"}
+    scores:
+      - {name: five, expression: "5"}
+    """,
+        ),
+        policy(
+            "strict",
+            """
+    filters:
+      - {name: named, expression: "pod.metadata.name != ''"}
+      - name: not-bronze
+        expression: "node.metadata.labels.tier != 'bronze'"
+        failurePolicy: Ignore
+    scores:
+      - name: gold
+        expression: "node.metadata.labels.tier == 'gold' ? 10 : 0"
+    """,
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("labels", [None, {"tier": "gold"}], ids=["no tier", "a tier"])
+def test_a_prioritize_call_answered_from_the_scores_ahead_counts_what_it_would_have_counted(
+    monkeypatch: pytest.MonkeyPatch, labels: dict[str, str] | None
+) -> None:
+    counted: dict[bool, tuple[list[Any], float]] = {}
+    for ahead in (True, False):
+        server = _server(FAILING, ahead=ahead)
+        decisions = logging.getLogger("policyext.decisions")
+        monkeypatch.setattr(decisions, "handlers", [_Lines(server.lines)])
+        monkeypatch.setattr(decisions, "propagate", False)
+        monkeypatch.setattr(decisions, "level", logging.INFO)
+        for name in ("first", "web"):
+            server.schedule(_pod(name, labels=labels))
+        line = server.last_prioritize()
+        assert line.get("scoredAhead", False) is ahead
+        counted[ahead] = ([line["errors"], line["feasible"]], server.evaluations())
+
+    assert counted[True] == counted[False]
+    assert counted[True][0][0] > 0  # (errors there were, to be counted alike)
