@@ -121,6 +121,18 @@ class NodeRows:
         assert found is not None, "a row the source does not hold"
         return found
 
+    def unchanged(self) -> bool:
+        """Whether the source still holds every row in the version it held then (node and
+        node information): a source hands out each version number once, so the same
+        numbers are the same nodes. False for a table no longer written to."""
+        epoch = self.table
+        if type(epoch) is not _Epoch or epoch.retired:
+            return False
+        slots = self.slots
+        return every(epoch.versions[slots] == self.versions) and every(
+            epoch.info_versions[slots] == self.info_versions
+        )
+
     def known(self) -> npt.NDArray[np.bool_]:
         known: npt.NDArray[np.bool_] = self.slots != NOWHERE
         return known
@@ -172,6 +184,7 @@ class _Epoch:
         "layout",
         "node_changes",
         "records",
+        "retired",
         "slot_of",
         "unsettled",
         "used",
@@ -187,6 +200,7 @@ class _Epoch:
         self.changes = 0
         self.node_changes = 0
         self.used = 0  # slots handed out
+        self.retired = False  # a new epoch took over: writers no longer change this one
         self.records: npt.NDArray[np.object_] = np.full(capacity, None, object)
         self.versions: Versions = np.full(capacity, NOWHERE, np.int64)
         self.info_versions: Versions = np.full(capacity, NOWHERE, np.int64)
@@ -292,6 +306,7 @@ class NodeTable:
         epoch.used = len(live)
         _settle(epoch)
         self._epoch = epoch
+        old.retired = True
         return epoch
 
     def settle(self) -> None:

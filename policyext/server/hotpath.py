@@ -24,7 +24,7 @@ import orjson
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation, Prepared
+from policyext.policy.engine import Evaluation
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
@@ -118,9 +118,9 @@ class HotVerbs:
         body that is not the protocol's."""
         policies = self.store.current  # once: the request sees exactly one version
         started = time.perf_counter()
-        known = self.ahead.answer(policies, data, self.source) if verb == "prioritize" else None
+        known = self.ahead.answer(policies, data) if verb == "prioritize" else None
         if known is not None:
-            result, pod, prepared = known, None, None
+            result, pod = known, None
         else:
             args = extender_args(policies, data, verb, self.names)
             started = time.perf_counter()
@@ -129,7 +129,7 @@ class HotVerbs:
             result = RUNNERS[verb](
                 policies, self.source, args, Timestamp(self.clock()), self.memo, deadline
             )
-            pod, prepared = args.pod, result.prepared
+            pod = args.pod
         seconds = time.perf_counter() - started
         passed = result.passed
         if passed is not None:
@@ -142,7 +142,7 @@ class HotVerbs:
             if audits is not None and verb == "filter" and pod is not None and ev is not None:
                 audits.offer(pod, ev)
             if ahead and passed is not None and pod is not None:
-                self._score_ahead(policies, data, pod, passed, prepared)
+                self._score_ahead(policies, data, pod, passed, result)
 
         return result.body, account
 
@@ -152,11 +152,11 @@ class HotVerbs:
         data: bytes,
         pod: wire.Json,
         passed: verbs.Passed,
-        prepared: Prepared | None,
+        filtered: verbs.VerbResult,
     ) -> None:
         """Work out the prioritize reply to the call kube-scheduler makes after this filter
         call of `data` (remembered.Ahead), when it may come and its answer cannot change
-        with the time; from the filter call's pod side (`prepared`), when it has one."""
+        with the time: from what the filter call found (`filtered`, its answer)."""
         encoded, names = passed
         # (kube-scheduler scores no single node; a score reading the time may differ by
         # then; a scheduler that did not call prioritize after the last filter may not now)
@@ -168,7 +168,7 @@ class HotVerbs:
         limit = self.request_deadline
         deadline = time.perf_counter() + limit if limit is not None else None
         now = Timestamp(self.clock())
-        made = verbs.prioritize_ahead(policies, self.source, pod, names, now, deadline, prepared)
+        made = verbs.prioritize_ahead(policies, self.source, pod, names, now, deadline, filtered)
         if made is not None:
             self.ahead.keep(policies, request, *made)
 

@@ -39,7 +39,6 @@ from typing import Final, Generic, TypeVar
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Prepared
-from policyext.policy.masks import every
 from policyext.policy.resources import LiveNodeSource
 from policyext.policy.rows import NodeRows
 
@@ -169,23 +168,13 @@ class Ahead(Generic[T]):
         nodes of `rows` keep their versions."""
         self._expected = _Expected(request, policies, rows, reply)
 
-    def answer(
-        self, policies: PolicySet, request: bytes, source: LiveNodeSource | None
-    ) -> T | None:
+    def answer(self, policies: PolicySet, request: bytes) -> T | None:
         """The reply worked out ahead for this prioritize call, if it is this call's and
         still right; noted either way (`wanted`)."""
         self._asked = True
         expected = self._expected
         if expected is None or expected.policies is not policies or expected.request != request:
             return None
-        then = expected.rows
-        now = source.node_rows(then.names) if source is not None else None
-        # (a source hands out each version number once: the same numbers, the same nodes)
-        if (
-            now is None
-            or now.table is not then.table
-            or not every(now.versions == then.versions)
-            or not every(now.info_versions == then.info_versions)
-        ):
+        if not expected.rows.unchanged():
             return None  # a node changed since (a pod bound to it, most likely)
         return expected.reply

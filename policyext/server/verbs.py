@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -56,8 +56,10 @@ class VerbResult:
     # them back to prioritize (server/names.py)
     passed: Passed | None = None
     ahead: bool = False  # a prioritize reply worked out before the call (remembered.Ahead)
-    # a filter call's pod side, for the prioritize reply worked out after it
+    # a filter call's pod side and the rows it found (None: its reply was remembered), for
+    # the prioritize reply worked out after it
     prepared: Prepared | None = None
+    rows: NodeRows | None = None
 
     def again(self, pod: str, prepared: Prepared) -> VerbResult:
         """This reply, for another pod with the same signature: the evaluation as it would
@@ -214,6 +216,16 @@ def _remember(
         memo.put(policies, key, result)
 
 
+class _Answered(NamedTuple):
+    known: VerbResult | None  # the remembered reply (then nothing else is set)
+    key: Hashable | None  # the memo key
+    evaluation: Evaluation
+    nodes: Sequence[Mapping[str, Any]]  # the Node objects of a NodeList call
+    unknown: dict[str, str]  # the names that could not be resolved
+    prepared: Prepared  # the pod side
+    rows: NodeRows | None  # the rows of the node source's table evaluated
+
+
 def _answer(
     verb: str,
     policies: PolicySet,
@@ -222,21 +234,12 @@ def _answer(
     now: Timestamp,
     memo: Memo | None,
     deadline: float | None,
-) -> tuple[
-    VerbResult | None,
-    Hashable | None,
-    Evaluation,
-    Sequence[Mapping[str, Any]],
-    dict[str, str],
-    Prepared,
-]:
-    """A filter or prioritize call up to the engine's answer: the remembered reply (and
-    nothing else), or the memo key, the evaluation, the node objects and the names that
-    could not be resolved; and the pod side either way."""
+) -> _Answered:
+    """A filter or prioritize call up to the engine's answer."""
     prepared = prepare(policies, args.pod, source, now, deadline=deadline)
     key, known = _recall(verb, memo, policies, prepared, source, args)
     if known is not None:
-        return known, key, known.evaluation, [], {}, prepared  # type: ignore[return-value]
+        return _Answered(known, key, known.evaluation, [], {}, prepared, None)  # type: ignore[arg-type]
     nodes, names, unknown = _resolve(args, source)
     filters = verb == "filter"
     ev = prepared.evaluate(
@@ -247,7 +250,8 @@ def _answer(
         detail=False,
         cache_nodes=args.nodes is None,
     )
-    return None, key, ev, args.nodes if args.nodes is not None else [], unknown, prepared
+    rows = nodes if isinstance(nodes, NodeRows) else None
+    return _Answered(None, key, ev, args.nodes or [], unknown, prepared, rows)
 
 
 def run_filter(
@@ -266,20 +270,19 @@ def run_filter(
             None if names_mode else [], [] if names_mode else None, {}, {}, problem
         )
         return VerbResult(body, None, len(args.names), problem, pod_id(args.pod))
-    known, key, ev, nodes, unknown, prepared = _answer(
-        "filter", policies, source, args, now, memo, deadline
-    )
-    if known is not None:
-        return known
+    answered = _answer("filter", policies, source, args, now, memo, deadline)
+    if answered.known is not None:
+        return answered.known
+    ev, unknown = answered.evaluation, answered.unknown
     passed: Passed | None = None
     if names_mode:
         body, passed = names_filter_reply(ev, unknown)
     else:
-        originals = args.raw_nodes if args.raw_nodes is not None else nodes
+        originals = args.raw_nodes if args.raw_nodes is not None else answered.nodes
         body = nodes_filter_reply(ev, unknown, originals)
-    pod = pod_id(args.pod)
-    result = VerbResult(body, ev, len(args.names), pod=pod, passed=passed, prepared=prepared)
-    _remember(memo, policies, key, result)
+    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod), passed=passed)
+    result.prepared, result.rows = answered.prepared, answered.rows
+    _remember(memo, policies, answered.key, result)
     return result
 
 
@@ -296,13 +299,14 @@ def run_prioritize(
         check_repeats(args.node_names)
         zeros = wire.host_priorities(args.names, [0] * len(args.names))
         return VerbResult(zeros, None, len(args.names), pod=pod_id(args.pod))
-    known, key, ev, _, _, _ = _answer("prioritize", policies, source, args, now, memo, deadline)
-    if known is not None:
-        return known
+    answered = _answer("prioritize", policies, source, args, now, memo, deadline)
+    if answered.known is not None:
+        return answered.known
     # NodeNames were checked for repeats by _resolve; nodes sent whole were not
+    ev = answered.evaluation
     body = prioritize_reply(ev, args.names, unique=args.node_names is not None)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
-    _remember(memo, policies, key, result)
+    _remember(memo, policies, answered.key, result)
     return result
 
 
@@ -313,26 +317,38 @@ def prioritize_ahead(
     names: list[str],
     now: Timestamp,
     deadline: float | None = None,
-    filtered: Prepared | None = None,
+    filtered: VerbResult | None = None,
 ) -> tuple[NodeRows, VerbResult] | None:
     """What `run_prioritize` answers a NodeNames call about `names` for `pod`, and the rows
     it scored (in the versions it scored), worked out before the call (remembered.Ahead);
     None when it would not be the nodes' own answer (the deadline cut it short) or it is
     not worth keeping (no node source, nodes it does not know, a name twice). `filtered`:
-    the pod side of the filter call that passed them, prepared for the same policies and
-    used up here (the caller has checked that scoring does not read the time)."""
+    the answer of the filter call under the same policies that passed them, whose pod side
+    and rows are used (up) here (the caller has checked that scoring does not read the
+    time)."""
     if source is None or source_problem(wire.ExtenderArgs(pod, None, names), source, policies):
         return None  # (run_prioritize answers zeros)
-    rows = source.node_rows(names)
-    if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
-        return None
-    reused = filtered.for_scores(deadline) if filtered is not None else None
+    rows = _passed(filtered, names) if filtered is not None else None
+    if rows is None:
+        rows = source.node_rows(names)
+        if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
+            return None
+    reused = filtered.prepared.for_scores(deadline) if filtered and filtered.prepared else None
     prepared = reused or prepare(policies, pod, source, now, deadline=deadline)
     ev = prepared.evaluate(rows, filters=False, scores=True, detail=False)
     if ev.timed_out:
         return None
     body = prioritize_reply(ev, names, unique=True)
     return rows, VerbResult(body, ev, len(names), pod=pod_id(pod), ahead=True)
+
+
+def _passed(filtered: VerbResult, names: list[str]) -> NodeRows | None:
+    """The rows of a filter call's nodes it passed (`names`), as the call found them."""
+    rows, ev = filtered.rows, filtered.evaluation
+    if rows is None or ev is None:
+        return None
+    passed = rows.only(~ev.infeasible())
+    return passed if passed.names == names else None
 
 
 def nodes_filter_reply(

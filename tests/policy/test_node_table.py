@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policyext.policy.rows import NOWHERE, UNSETTLED, NodeRecord, NodeTable
+from policyext.policy.rows import DEAD_SLOTS, NOWHERE, UNSETTLED, NodeRecord, NodeTable
 
 NAMES = ["a", "b", "c"]
 
@@ -99,3 +99,42 @@ def test_a_table_lays_its_names_out_anew_as_they_come_and_when_asked() -> None:
     after = table.rows([*names])
     assert after.slots.tolist() == before.slots.tolist() == list(range(300))
     assert after.versions.tolist() == before.versions.tolist()
+
+
+def _b_information(table: NodeTable) -> None:
+    node = table.rows(["b"]).record(0).node
+    table.put("b", NodeRecord(node, None, 2, 20))  # the node as it was, a pod bound to it
+
+
+def _update_c(table: NodeTable) -> None:
+    table.put("c", _record("c", 13))
+
+
+def _new_epoch(table: NodeTable) -> None:
+    """Enough nodes come and go for the table to start a new epoch (new slots)."""
+    for i in range(DEAD_SLOTS + 1):
+        table.put(f"gone-{i}", _record(f"gone-{i}", 100 + i))
+        table.remove(f"gone-{i}")
+    table.put("d", _record("d", 12))
+
+
+UNCHANGED: dict[str, tuple[Callable[[NodeTable], None], bool]] = {
+    # what happens after rows of a and b were found, and whether they still hold
+    "nothing": (_nothing, True),
+    "b updated": (_update_b, False),
+    "b's node information changed": (_b_information, False),
+    "b removed": (_remove_b, False),
+    "b removed and added again": (_remove_and_add_b, False),
+    "c updated (not among the rows)": (_update_c, True),
+    "another node added": (_add_d, True),
+    "the names laid out anew": (NodeTable.settle, True),
+    "the table started a new epoch": (_new_epoch, False),
+}
+
+
+def test_rows_say_whether_the_table_still_holds_them_in_the_versions_they_found() -> None:
+    for case, (change, unchanged) in UNCHANGED.items():
+        table = _table()
+        rows = table.rows(["a", "b"])
+        change(table)
+        assert rows.unchanged() is unchanged, case

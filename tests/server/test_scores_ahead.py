@@ -319,24 +319,30 @@ def test_whether_scores_can_change_with_the_time_is_known_from_the_policies(
     assert _policies(text).scores_read_time is reads
 
 
-def test_the_scores_worked_out_ahead_take_the_pod_side_of_the_filter_call(
+def test_the_scores_worked_out_ahead_take_the_pod_and_the_rows_the_filter_call_found(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.schedule(_pod("first"))
-    prepared: list[str] = []
-    real = verbs.prepare
+    read: list[str] = []
+    prepare, node_rows = verbs.prepare, server.source.node_rows
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        prepared.append(verbs.pod_id(args[1]))
-        return real(*args, **kwargs)
+    def preparing(*args: Any, **kwargs: Any) -> Any:
+        read.append(f"pod {verbs.pod_id(args[1])}")
+        return prepare(*args, **kwargs)
 
-    monkeypatch.setattr(verbs, "prepare", counted)
+    def looking_up(names: Any) -> Any:
+        read.append(f"nodes {','.join(names)}")
+        return node_rows(names)
+
+    monkeypatch.setattr(verbs, "prepare", preparing)
+    monkeypatch.setattr(server.source, "node_rows", looking_up)
     web = _pod("web", labels={"tier": "silver"})
 
     reply = server.schedule(web)
 
     assert server.last_prioritize()["scoredAhead"] is True
-    assert prepared == ["shop/web"]  # the filter call's: the scores ahead did not read it again
+    # the filter call's: neither the scores ahead nor the prioritize call read them again
+    assert read == ["pod shop/web", "nodes a,b,c,batch"]
     passed = json.loads(server.call("filter", _body(web, NAMES)))["NodeNames"]
     assert reply == server.reference("prioritize", _body(web, passed))
 
