@@ -280,8 +280,15 @@ def run_filter(
     else:
         originals = args.raw_nodes if args.raw_nodes is not None else answered.nodes
         body = nodes_filter_reply(ev, unknown, originals)
-    result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod), passed=passed)
-    result.prepared, result.rows = answered.prepared, answered.rows
+    result = VerbResult(
+        body,
+        ev,
+        len(args.names),
+        pod=pod_id(args.pod),
+        passed=passed,
+        prepared=answered.prepared,
+        rows=answered.rows,
+    )
     _remember(memo, policies, answered.key, result)
     return result
 
