@@ -213,7 +213,9 @@ def _remember(
     # a reply the deadline cut short is not the nodes' own answer: never reused
     ev = result.evaluation
     if memo is not None and key is not None and ev is not None and not ev.timed_out:
-        memo.put(policies, key, result)
+        # the reply, not the call's working state: a reply given again takes the pod side
+        # of its own call (`again`), and the rows would hold old node records alive
+        memo.put(policies, key, replace(result, prepared=None, rows=None))
 
 
 class _Answered(NamedTuple):

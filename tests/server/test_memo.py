@@ -101,6 +101,16 @@ def test_a_replica_like_the_last_pod_gets_the_same_reply_without_evaluating_the_
     assert again.evaluation.tally() == first.evaluation.tally()  # metrics and log as before
 
 
+def test_a_remembered_reply_keeps_nothing_of_the_call_that_made_it() -> None:
+    policy_set, source, memo = policies(SPOT_AND_CPU), MovingSource(NODES), _memo()
+    made = _filter(policy_set, source, memo, CRITICAL)
+    assert made.prepared is not None and made.rows is not None  # (for the scores ahead)
+    prepared = prepare(policy_set, CRITICAL, source, NOW)
+    kept = memo.get(policy_set, remembered.memo_key("filter", prepared, source, NAMES))
+    assert kept is not None and kept.body is made.body
+    assert (kept.prepared, kept.rows) == (None, None), "no pod side, no old node records"
+
+
 def _relabel(p: dict[str, Any]) -> None:
     p["metadata"]["labels"]["critical"] = "false"
 
