@@ -65,12 +65,12 @@ class NodeRows:
     the source held when the request looked, and each node's record on demand."""
 
     __slots__ = (
-        "_records",
+        "_held",
+        "_read",
         "changes",
         "info_versions",
         "names",
         "node_changes",
-        "nodes",
         "size",
         "slots",
         "table",
@@ -87,7 +87,7 @@ class NodeRows:
         slots: Slots,
         versions: Versions,
         info_versions: Versions,
-        records: npt.NDArray[np.object_],
+        held: npt.NDArray[np.object_],
         changes: int = -1,
         node_changes: int = -1,
         table_versions: Versions | None = None,
@@ -107,18 +107,31 @@ class NodeRows:
         self.slots = slots
         self.versions = versions
         self.info_versions = info_versions
-        self._records = records  # by position: what the source held when the request looked
-        self.nodes = _Nodes(records)
+        # the records by slot, as the table wrote them: read only for the rows the engine
+        # looks at (most requests look at none; gathering a reference to each of hundreds
+        # of records, in memory a pause has made cold, costs more than the rules), once each
+        self._held = held
+        self._read: dict[int, NodeRecord] = {}
 
     def __len__(self) -> int:
         return len(self.names)
 
+    @property
+    def nodes(self) -> Sequence[Json]:
+        """The rows' Node objects (a view: made on each call, so that no cycle holds the
+        rows, and with them the request's nodes, past the call)."""
+        return _Nodes(self)
+
     def record(self, i: int) -> NodeRecord:
-        """The record of the request's node i, as the source held it when the request
-        looked (its versions are the record's own: `versions[i]` was read from the arrays a
-        writer updates after the record, so it may be a step behind)."""
-        found: NodeRecord | None = self._records[i]
-        assert found is not None, "a row the source does not hold"
+        """The record of the request's node i: the one its slot holds when first asked, the
+        same ever after for this request. Its versions are its own: it may be a writer's
+        step ahead of `versions[i]` (read when the request looked), never behind, so a
+        value worked out from it is kept under the record's numbers, not the request's."""
+        found = self._read.get(i)
+        if found is None:
+            slot = int(self.slots[i])
+            assert slot != NOWHERE, "a row the source does not hold"
+            found = self._read[i] = self._held[slot]
         return found
 
     def unchanged(self) -> bool:
@@ -148,7 +161,7 @@ class NodeRows:
             self.slots[at],
             self.versions[at],
             self.info_versions[at],
-            self._records[at],
+            self._held,
             self.changes,
             self.node_changes,
             self.table_versions,
@@ -160,17 +173,16 @@ class _Nodes(Sequence[Json]):
     """The rows' Node objects, for the few the engine reads (most requests evaluate no
     node at all: their values are kept)."""
 
-    __slots__ = ("_records",)
+    __slots__ = ("_rows",)
 
-    def __init__(self, records: npt.NDArray[np.object_]) -> None:
-        self._records = records
+    def __init__(self, rows: NodeRows) -> None:
+        self._rows = rows
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._rows)
 
     def __getitem__(self, i: int) -> Json:  # type: ignore[override]
-        record: NodeRecord = self._records[i]
-        return record.node
+        return self._rows.record(i).node
 
 
 class _Epoch:
@@ -331,14 +343,11 @@ class NodeTable:
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
         if every(inside):
-            held_versions = versions[slots]
-            held_info, held_records = info_versions[slots], records[slots]
+            held_versions, held_info = versions[slots], info_versions[slots]
         else:
             at = np.where(inside, slots, 0)
             held_versions = np.where(inside, versions[at], NOWHERE)
             held_info = np.where(inside, info_versions[at], NOWHERE)
-            held_records = records[at]
-            held_records[~inside] = None
         gone = held_versions == NOWHERE  # never held, or removed meanwhile
         if some(gone):
             slots = np.where(gone, NOWHERE, slots)
@@ -349,7 +358,7 @@ class NodeTable:
             slots,
             held_versions,
             held_info,
-            held_records,
+            records,
             changes,
             node_changes,
             versions,

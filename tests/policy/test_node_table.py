@@ -3,6 +3,7 @@ object for the same NodeNames): the slots found before, until a name gets or los
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from policyext.policy.rows import DEAD_SLOTS, NOWHERE, UNSETTLED, NodeRecord, NodeTable
@@ -138,3 +139,43 @@ def test_rows_say_whether_the_table_still_holds_them_in_the_versions_they_found(
         rows = table.rows(["a", "b"])
         change(table)
         assert rows.unchanged() is unchanged, case
+
+
+def test_finding_rows_reads_no_record_until_one_is_asked_for() -> None:
+    """A request names hundreds of nodes and most look at none of their records (their
+    values are kept): finding the rows takes no reference to any record."""
+    table = _table()
+    records = [table.rows([name]).record(0) for name in NAMES]
+    held = [sys.getrefcount(r) for r in records]
+    rows = table.rows([*NAMES])
+    assert [sys.getrefcount(r) for r in records] == held
+    assert [rows.record(i) for i in range(3)] == records
+    assert [node["metadata"]["name"] for node in rows.nodes] == NAMES
+
+
+RECORD_AFTER: dict[str, tuple[Callable[[NodeTable], None], int]] = {
+    # a change after a request found its rows, and the version of b's record it reads then
+    "nothing": (_nothing, 2),
+    "b updated": (_update_b, 10),
+    "b's node information changed": (_b_information, 2),
+    "b removed (its record stays for the readers that hold its slot)": (_remove_b, 2),
+    "the names laid out anew": (NodeTable.settle, 2),
+    "the table started a new epoch (the old arrays stay as they were)": (_new_epoch, 2),
+}
+
+
+def test_a_record_is_the_one_its_slot_holds_when_first_asked_and_the_same_after() -> None:
+    """A record read late is never older than the versions the request found (a writer
+    puts the record before its numbers), may be newer, and carries its own numbers; asked
+    again, it is the same record, so that a value worked out from it is kept under the
+    numbers it was worked out from."""
+    for case, (change, version) in RECORD_AFTER.items():
+        table = _table()
+        rows = table.rows(["a", "b"])
+        change(table)
+        first = rows.record(1)
+        assert first.version == version, case
+        assert first.version >= rows.versions[1], case
+        _update_b(table)
+        table.put("b", _record("b", 99))
+        assert rows.record(1) is first, case
