@@ -247,7 +247,7 @@ def _rows_of(
     rows = source.node_rows(list(names) if names is not None else [node_name(n) for n in nodes])
     if rows is None or not every(rows.known()):
         return None
-    if any(rows.record(i).node is not node for i, node in enumerate(nodes)):
+    if any(record.node is not node for record, node in zip(rows.records(), nodes, strict=True)):
         return None
     if len(set(rows.versions.tolist())) != len(rows):  # a node named twice
         return None

@@ -134,6 +134,18 @@ class NodeRows:
             found = self._read[i] = self._held[slot]
         return found
 
+    def records(self) -> list[NodeRecord]:
+        """Every row's record (`record(i)` for each i, in one gather: for the callers that
+        look at every node, a NodeList's versions checked against the source's)."""
+        read = self._read
+        if not read:
+            slots = self.slots
+            assert every(slots != NOWHERE), "a row the source does not hold"
+            found: list[NodeRecord] = self._held[slots].tolist()
+            self._read = dict(enumerate(found))
+            return found
+        return [self.record(i) for i in range(len(self))]
+
     def unchanged(self) -> bool:
         """Whether the source still holds every row in the version it held then (node and
         node information): a source hands out each version number once, so the same

@@ -168,8 +168,8 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
     rows = source.node_rows(names)
     if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
         return None
-    for i, version in enumerate(versions):
-        held = rows.record(i).node.get("metadata")
+    for record, version in zip(rows.records(), versions, strict=True):
+        held = record.node.get("metadata")
         if not version or not isinstance(held, Mapping) or held.get("resourceVersion") != version:
             return None
     return rows

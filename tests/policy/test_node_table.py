@@ -151,6 +151,7 @@ def test_finding_rows_reads_no_record_until_one_is_asked_for() -> None:
     assert [sys.getrefcount(r) for r in records] == held
     assert [rows.record(i) for i in range(3)] == records
     assert [node["metadata"]["name"] for node in rows.nodes] == NAMES
+    assert table.rows([*NAMES]).records() == records, "every record, in one gather"
 
 
 RECORD_AFTER: dict[str, tuple[Callable[[NodeTable], None], int]] = {
@@ -179,3 +180,4 @@ def test_a_record_is_the_one_its_slot_holds_when_first_asked_and_the_same_after(
         _update_b(table)
         table.put("b", _record("b", 99))
         assert rows.record(1) is first, case
+        assert rows.records()[1] is first, case
