@@ -90,6 +90,7 @@ class Column:
         objects: npt.NDArray[Any] | None = None,
         cost: npt.NDArray[np.float64] | None = None,
         where: npt.NDArray[np.intp] | None = None,
+        decided: bool | None = None,
     ) -> None:
         self.kind = kind
         self.values = values
@@ -99,7 +100,9 @@ class Column:
         # `objects` of a kept column are the whole table's, row i at where[i]: the few a
         # request compares exactly are read from there, not copied for every row
         self.where = where
-        self._decided: bool | None = None
+        # whether no row is unknown, when known already (an operation whose unknown rows
+        # are its operand's says so, rather than have them counted again)
+        self._decided = decided
 
     def object_at(self, i: int) -> Any:
         assert self.objects is not None
@@ -206,6 +209,7 @@ class _Kept:
         "checked",
         "checked_at",
         "current_at",
+        "known",
         "looked_at",
         "most",
         "stamps",
@@ -221,11 +225,15 @@ class _Kept:
         whole: Column | None,
         stamps: npt.NDArray[np.int64],
         most: float = 0.0,
+        known: bool = True,
     ) -> None:
         self.table = table
         self.whole = whole
         self.stamps = stamps
         self.most = most  # the most any row's evaluation charged (a bound: rows change)
+        # no row evaluated (stamped) is unknown: then neither is any row a request gathers
+        # (those are current, so evaluated), and none is counted (see _gather)
+        self.known = known
         # the slots (an array a node list keeps: rows.py) whose stamps were last found or
         # made equal to their versions, and the table's count of changes then: while it
         # has not moved, those rows need no check (-1: none)
@@ -245,7 +253,7 @@ class _Kept:
             return self
         stamps = np.concatenate([self.stamps, np.full(more, NOT_KEPT, np.int64)])
         whole = _extend(self.whole, size) if self.whole is not None else None
-        return _Kept(self.table, whole, stamps, self.most)
+        return _Kept(self.table, whole, stamps, self.most, self.known)
 
 
 class _Node:
@@ -316,12 +324,12 @@ class _NodeValue(_Node):
                     or (kept.checked is slots and kept.checked_at == changes)  # these rows
                 )
             ):
-                return _gather(kept.whole, slots), kept
+                return _gather(kept.whole, slots, kept.known), kept
             need = (kept.stamps[slots] != placed.versions).nonzero()[0]
             if not need.size and kept.whole is not None:
                 kept.checked, kept.checked_at = slots, changes
                 _look_at_every_slot(kept, placed)
-                return _gather(kept.whole, slots), kept
+                return _gather(kept.whole, slots, kept.known), kept
             writes = kept.writes
         positions = need.tolist()
         entries = [self._entry(rows, policy, i) for i in positions]
@@ -345,6 +353,7 @@ class _NodeValue(_Node):
                 if fresh.cost is not None and len(fresh.cost):
                     kept.most = max(kept.most, float(fresh.cost.max()))
             kept.stamps[at] = versions
+            kept.known = not some(whole.unknown & (kept.stamps != NOT_KEPT))
             # every row current only if no other request wrote stamps since this one looked
             current = kept.writes == writes
             kept.checked, kept.checked_at = (slots, changes) if current else (None, -1)
@@ -352,7 +361,7 @@ class _NodeValue(_Node):
             # every slot is looked at again before any request is spared its check
             kept.current_at = kept.looked_at = -1
             kept.writes += 1
-            return _gather(whole, slots), kept
+            return _gather(whole, slots, kept.known), kept
 
     def _request_column(self, rows: Rows, policy: str) -> Column:
         return _column([self._entry(rows, policy, i) for i in range(rows.count)])
@@ -500,9 +509,33 @@ def _look_at_every_slot(kept: _Kept, placed: Placement) -> None:
         kept.waits = LOOK_AGAIN_AFTER
 
 
-def _gather(whole: Column, index: npt.NDArray[np.intp]) -> Column:
-    """The rows of a kept column (their costs are read apart, when needed: Costs)."""
-    return Column(whole.kind, whole.values[index], whole.unknown[index], whole.objects, None, index)
+def _gather(whole: Column, index: npt.NDArray[np.intp], known: bool) -> Column:
+    """The rows of a kept column (their costs are read apart, when needed: Costs). `known`:
+    no row of it is unknown (the usual case, found once after each write: _Kept.known);
+    its rows are then known without gathering and counting their unknown mask: numpy's
+    machinery is what a pause between requests evicts, and each call then costs
+    microseconds."""
+    values = whole.values[index]
+    if known:
+        return Column(whole.kind, values, _known(len(index)), whole.objects, None, index, True)
+    return Column(whole.kind, values, whole.unknown[index], whole.objects, None, index)
+
+
+def _known(n: int) -> Mask:
+    """A mask of n rows none of which is unknown, shared (read-only: never written)."""
+    mask = _KNOWN.get(n)
+    if mask is None:
+        mask = np.zeros(n, np.bool_)
+        mask.flags.writeable = False
+        if len(_KNOWN) >= _KNOWN_KEPT:
+            _KNOWN.clear()
+        _KNOWN[n] = mask
+    return mask
+
+
+# the shared masks of `_known`, by length (requests name a few counts of nodes)
+_KNOWN: dict[int, Mask] = {}
+_KNOWN_KEPT: Final = 64
 
 
 def _all_unknown(rows: Rows) -> Column:
@@ -510,20 +543,25 @@ def _all_unknown(rows: Rows) -> Column:
     return Column(bool, np.zeros(n, np.bool_), np.ones(n, np.bool_))
 
 
-def _truth(value: Value, n: int) -> tuple[Mask, Mask]:
-    """The rows that are definitely true, and definitely false."""
+def _truth(value: Value, n: int) -> tuple[Mask, Mask, bool]:
+    """The rows that are definitely true, and definitely false; and whether that is every
+    row."""
     if isinstance(value, Scalar):
         v = value.value
-        return np.full(n, v is True), np.full(n, v is False)
+        return np.full(n, v is True), np.full(n, v is False), v is True or v is False
     if value.kind is not bool:
-        return np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+        return np.zeros(n, np.bool_), np.zeros(n, np.bool_), False
     if value.decided():
-        return value.values, ~value.values
+        return value.values, ~value.values, True
     known = ~value.unknown
-    return known & value.values, known & ~value.values
+    return known & value.values, known & ~value.values, False
 
 
-def _bools(true: Mask, false: Mask) -> Column:
+def _bools(true: Mask, false: Mask, decided: bool) -> Column:
+    """The bool column of rows definitely true and definitely false (`decided`: every
+    row is one or the other)."""
+    if decided:
+        return Column(bool, true, _known(len(true)), decided=True)
     return Column(bool, true, ~(true | false))
 
 
@@ -548,14 +586,15 @@ class _Logical(_Node):
             columns.append(value)
         if not columns:
             return Scalar(not decisive)
-        true, false = _truth(columns[0], n)
+        true, false, decided = _truth(columns[0], n)
         for value in columns[1:]:
-            t, f = _truth(value, n)
+            t, f, d = _truth(value, n)
             if self.is_and:
                 true, false = true & t, false | f
             else:
                 true, false = true | t, false & f
-        return _bools(true, false)
+            decided = decided and d
+        return _bools(true, false, decided)
 
 
 class _Not(_Node):
@@ -563,8 +602,8 @@ class _Not(_Node):
         self.operand = operand
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
-        true, false = _truth(self.operand.run(rows, policy, params), rows.count)
-        return _bools(false, true)
+        true, false, decided = _truth(self.operand.run(rows, policy, params), rows.count)
+        return _bools(false, true, decided)
 
 
 class _Conditional(_Node):
@@ -575,7 +614,7 @@ class _Conditional(_Node):
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         n = rows.count
-        true, false = _truth(self.cond.run(rows, policy, params), n)
+        true, false, _ = _truth(self.cond.run(rows, policy, params), n)
         a = self.then.run(rows, policy, params)
         b = self.otherwise.run(rows, policy, params)
         ka, va, ua = _as_column_parts(a, n)
@@ -610,6 +649,15 @@ def _either_unknown(left: Value, right: Value, ua: Mask, ub: Mask) -> Mask:
     if isinstance(left, Scalar):
         return ub
     return ua | ub
+
+
+def _either_decided(left: Value, right: Value) -> bool | None:
+    """Whether no row is unknown on either side (`_either_unknown`), when known already."""
+    if isinstance(right, Scalar):
+        return left._decided if isinstance(left, Column) else None
+    if isinstance(left, Scalar):
+        return right._decided
+    return True if left._decided and right._decided else None
 
 
 _NUMERIC: Final = (int, float)
@@ -665,7 +713,8 @@ class _Compare(_Node):
             return _all_unknown(rows)
         if values.shape != (n,):
             values = np.broadcast_to(values, (n,)).copy()
-        return Column(bool, values, _either_unknown(left, right, ua, ub))
+        unknown = _either_unknown(left, right, ua, ub)
+        return Column(bool, values, unknown, decided=_either_decided(left, right))
 
 
 _REFLECTED: Final = {
@@ -748,7 +797,7 @@ class _QuantityCompare(_Node):
                 order[i] = float(target.object_at(i).compare(constant))
         if sign < 0:
             order = -order  # compared from the constant's side when it was the target
-        return Column(int, order, target.unknown)
+        return Column(int, order, target.unknown, decided=target._decided)
 
 
 def _scalable(c: float) -> bool:
@@ -781,7 +830,7 @@ def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) ->
         close = ~decided if target.decided() else ~(decided | target.unknown)
         for i in close.nonzero()[0].tolist():
             values[i] = admits[target.object_at(i).compare(constant) + 1]
-    return Column(bool, values, target.unknown)
+    return Column(bool, values, target.unknown, decided=target._decided)
 
 
 class _Arithmetic(_Node):
