@@ -727,3 +727,47 @@ def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one
         now = kept(source.node_rows([*names]))
     kept(looked_before)  # b's older value written late, by the request that looked before
     assert _kept_and_exact(policy_set, pod, source, names) == (now, now)
+
+
+# a node value that fails on some node (its label is missing there), under each operator
+# that carries what is known of its operands' rows: the failing row stays unknown through
+# it, and the exact evaluator decides it
+UNKNOWN_THROUGH: dict[str, str] = {
+    "a compare with a pod value": "node.metadata.labels.rank == pod.metadata.labels.rank",
+    "a compare of two node values": "node.metadata.labels.rank == node.metadata.labels.zone",
+    "a negation": "!(node.metadata.labels.rank == pod.metadata.labels.rank)",
+    "an and": "node.metadata.labels.zone == 'a' && node.metadata.labels.rank == '4'",
+    "an or": "node.metadata.labels.zone == 'b' || node.metadata.labels.rank == '4'",
+    "a quantity test": "quantity(node.metadata.labels.size).compareTo(podRequests.cpu) >= 0",
+}
+
+
+@pytest.mark.parametrize("failure_policy", ["Fail", "Ignore"])
+@pytest.mark.parametrize("case", UNKNOWN_THROUGH)
+def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
+    case: str, failure_policy: str
+) -> None:
+    """Whatever the other rows, and however often the kept columns are asked (each time
+    knowing more of them), the failing node is decided as the exact evaluator decides it."""
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    expression = UNKNOWN_THROUGH[case]
+    policy_set = policies(
+        policy(
+            "p",
+            f'filters:\n- {{name: r, expression: "{expression}", failurePolicy: {failure_policy}}}\n',
+        )
+    )
+    labels = {
+        "a": {"rank": "4", "zone": "a", "size": "2"},
+        "b": {"zone": "a"},  # no rank, no size: the node value fails here
+        "c": {"rank": "1", "zone": "b", "size": "1"},
+    }
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, cpu="2", labels=labels[n]) for n in "abc"])
+    source.replace("pods", [])
+    pod = make_pod(cpu="1500m", labels={"rank": "4"})
+    for _ in range(3):
+        kept, exact = _kept_and_exact(policy_set, pod, source, list("abc"))
+        assert kept == exact
