@@ -126,27 +126,25 @@ def check_repeats(names: list[str] | None) -> None:
 
 
 def _check_slots(names: list[str], slots: npt.NDArray[np.intp]) -> None:
-    """check_repeats for names the node source holds, spared for a list given again (its
-    slots are the very array found distinct before). A set of the names, whose hashes the
-    lookups have just computed, costs less than a count per slot after a pause (29 against
-    50 µs for 230 names, cold): numpy's machinery is what a pause evicts."""
-    global _distinct_slots  # noqa: PLW0603 - one reference, replaced whole
-    if slots is _distinct_slots:
-        return
-    check_repeats(names)
-    if not slots.flags.writeable:
-        _distinct_slots = slots
+    """check_repeats for names the node source holds (`slots`: theirs)."""
+    if _repeats(names, slots):
+        raise wire.repeated(names)
 
 
-def _repeats_a_slot(slots: npt.NDArray[np.intp]) -> bool:
-    """Whether two of these slots (of names the node source holds) are one."""
+def _repeats(names: list[str], slots: npt.NDArray[np.intp]) -> bool:
+    """Whether a name comes twice among these the node source holds (`slots`: theirs, one
+    slot per name), spared for a list given again (its slots are the very array found
+    distinct before). A set of the names, whose hashes the lookups have just computed,
+    costs less than a count per slot after a pause (29 against 50 µs for 230 names,
+    cold): numpy's machinery is what a pause evicts."""
     global _distinct_slots  # noqa: PLW0603 - one reference, replaced whole
     if slots is _distinct_slots:
         return False
-    repeats = len(slots) > 1 and bool(np.bincount(slots).max() > 1)
-    if not repeats and not slots.flags.writeable:
+    if not wire.unique(names):
+        return True
+    if not slots.flags.writeable:
         _distinct_slots = slots
-    return repeats
+    return False
 
 
 # the last slots found distinct, when they are the node table's own (read-only): a list of
@@ -171,7 +169,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         except (KeyError, TypeError, AttributeError):
             return None
     rows = source.node_rows(names)
-    if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
+    if rows is None or not every(rows.known()) or _repeats(names, rows.slots):
         return None
     for record, version in zip(rows.records(), versions, strict=True):
         held = record.node.get("metadata")
@@ -345,7 +343,7 @@ def prioritize_ahead(
     rows = _passed(filtered, names) if filtered is not None else None
     if rows is None:
         rows = source.node_rows(names)
-        if rows is None or not every(rows.known()) or _repeats_a_slot(rows.slots):
+        if rows is None or not every(rows.known()) or _repeats(names, rows.slots):
             return None
     reused = filtered.prepared.for_scores(deadline) if filtered and filtered.prepared else None
     prepared = reused or prepare(policies, pod, source, now, deadline=deadline)

@@ -84,6 +84,21 @@ def test_a_node_list_is_answered_from_kept_values_only_when_every_version_is_the
     assert second.evaluation.evaluations == (1 if kept else 1 + 2 * len(sent))
 
 
+def test_a_node_list_naming_a_held_node_twice_is_answered_from_the_nodes_sent() -> None:
+    """Kept values are per slot, one row per node: a NodeList that sends a node twice (in
+    the version the source holds) is answered from its own Nodes, each copy evaluated and
+    listed as sent."""
+    policy_set, source = policies(POLICY), _source()
+    sent = [HELD[0], HELD[1], HELD[1]]
+    for _ in range(2):  # (the second time too: nothing kept is taken for the copies)
+        args = wire.ExtenderArgs(pod(cpu="2"), copy.deepcopy(sent), None)
+        result = verbs.run_filter(policy_set, source, args, NOW)
+        reply = orjson.loads(result.body)
+        assert reply["Nodes"]["items"] == sent
+        assert result.evaluation is not None
+        assert result.evaluation.evaluations == 1 + 2 * len(sent)
+
+
 # -- a large NodeList, read by the fast decoder: its Nodes are decoded only when read
 
 
