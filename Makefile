@@ -65,6 +65,8 @@ e2e-binaries: $(STAMP)
 e2e: e2e-binaries
 	$(BIN)/pytest -q -m e2e
 
+# the servers and the client run on the interpreter of $(VENV): `make bench PYTHON=<another
+# python3> VENV=<another directory>` measures another (each page names the one it ran on)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

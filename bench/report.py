@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench import pods, policy, workload
 from bench.celpy_eval import RuleTimings, Timing
@@ -22,11 +23,31 @@ def describe_machine() -> dict[str, str]:
         "cpu": _cpu_model(),
         "cores": str(os.cpu_count() or "?"),
         "os": f"{platform.system()} {platform.release()}",
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python": describe_python(),
         "go": go_version() or "not installed",
         # other work on the machine skews the figures: say how busy it was
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+
+
+def describe_python() -> str:
+    """The interpreter (policyext's servers run on it too), with what it says of its build:
+    the same code runs faster on an optimised build (profile-guided and link-time optimised,
+    libpython linked in) than on a plain one with a shared libpython."""
+    config = str(sysconfig.get_config_var("CONFIG_ARGS") or "")
+    build = [flag for option, flag in _BUILD_OPTIONS if option in config]
+    try:
+        shared = "libpython" in Path("/proc/self/maps").read_text()
+    except OSError:
+        shared = bool(sysconfig.get_config_var("Py_ENABLE_SHARED"))
+    build.append("shared libpython" if shared else "libpython linked in")
+    name = f"{platform.python_implementation()} {platform.python_version()}"
+    return f"{name} ({', '.join(build)})"
+
+
+# configure options that say an interpreter was optimised (the official images pass them; a
+# distribution may optimise its own build without them showing here, as Debian's does)
+_BUILD_OPTIONS: Final = (("--enable-optimizations", "PGO"), ("--with-lto", "LTO"))
 
 
 def _cpu_model() -> str:
@@ -131,6 +152,14 @@ def render_markdown(run: Run) -> str:
     add(
         f"| {m['cpu']} | {m['cores']} | {m['os']} | {m['python']} | {m['go']}"
         f" | {m.get('load', '?')} |\n"
+    )
+    add(
+        "*Python*: the interpreter the benchmark ran on, and policyext's servers with it (that of"
+        " the virtual environment: `make bench PYTHON=... VENV=...` picks another), with what it"
+        " says of its build. The image's base, `python:3.11-slim`, is built with profile-guided"
+        " and link-time optimisation; a plain build (no optimisation, a shared libpython) runs"
+        ' the same calls about a tenth slower: docs/architecture.md, "Why it is fast", has'
+        " both measured side by side.\n"
     )
     out.extend(_workload_section(run))
     out.extend(_distinct_section(run))

@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -176,10 +177,14 @@ GO_BASELINE: Final = CommandTarget(
 
 # --- policyext -----------------------------------------------------------------------------
 
+# policyext runs on the interpreter the benchmark runs on (its virtual environment's: `make
+# bench PYTHON=... VENV=...` picks it), so that the page's Python is the server's
 POLICYEXT: Final = CommandTarget(
     name="policyext (gunicorn, 1 worker)",
     argv=lambda s: [
-        str(REPO_ROOT / ".venv" / "bin" / "policyext"),
+        sys.executable,
+        "-m",
+        "policyext.cli",
         "serve",
         "--rules",
         str(s.policy),
