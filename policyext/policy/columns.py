@@ -118,6 +118,20 @@ class Column:
 Value = Scalar | Column
 
 
+class Known:
+    """A column every row of which is known (`decide`): its kind and its values alone."""
+
+    __slots__ = ("kind", "values")
+
+    def __init__(self, kind: type, values: npt.NDArray[Any]) -> None:
+        self.kind = kind
+        self.values = values
+
+
+# what `decide` gives when the kept values do not decide every row by themselves
+UNDECIDED: Final = object()
+
+
 class Costs:
     """What the node values of one rule charged, per row: known exactly for values
     evaluated in this request, bounded for kept ones (their arrays are read only when the
@@ -247,6 +261,19 @@ class _Kept:
         self.looked_at = -1
         self.waits = 0
 
+    def current_for(self, placed: Placement) -> bool:
+        """Whether the request's rows are all current without looking at them: every slot
+        was, and nothing changed since; or these very rows were, and nothing changed."""
+        changes = placed.changes
+        return (
+            self.whole is not None
+            and changes >= 0
+            and (
+                self.current_at == changes
+                or (self.checked is placed.slots and self.checked_at == changes)
+            )
+        )
+
     def grown(self, size: int) -> _Kept:
         more = size - len(self.stamps)
         if more <= 0:
@@ -260,6 +287,13 @@ class _Node:
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         raise NotImplementedError
 
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        """`run` where it is plain: a Scalar, a Known column, or UNDECIDED (see
+        ColumnPlan.decide). `spent` adds up the most the node values read charged."""
+        return UNDECIDED
+
 
 class _Param(_Node):
     def __init__(self, index: int) -> None:
@@ -268,12 +302,22 @@ class _Param(_Node):
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         return Scalar(params[self.index])
 
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        return Scalar(params[self.index])
+
 
 class _Literal(_Node):
     def __init__(self, value: object) -> None:
         self.value = value
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        return Scalar(self.value)
+
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
         return Scalar(self.value)
 
 
@@ -316,15 +360,8 @@ class _NodeValue(_Node):
                 kept = _Kept(table, None, np.full(placed.size, NOT_KEPT, np.int64))
             self.kept = kept = kept.grown(placed.size)
             changes = placed.changes
-            if (
-                kept.whole is not None
-                and changes >= 0
-                and (
-                    kept.current_at == changes  # every slot current, and no change since
-                    or (kept.checked is slots and kept.checked_at == changes)  # these rows
-                )
-            ):
-                return _gather(kept.whole, slots, kept.known), kept
+            if kept.current_for(placed):
+                return _gather(kept.whole, slots, kept.known), kept  # type: ignore[arg-type]
             need = (kept.stamps[slots] != placed.versions).nonzero()[0]
             if not need.size and kept.whole is not None:
                 kept.checked, kept.checked_at = slots, changes
@@ -362,6 +399,34 @@ class _NodeValue(_Node):
             kept.current_at = kept.looked_at = -1
             kept.writes += 1
             return _gather(whole, slots, kept.known), kept
+
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        """The request's rows of this value (kept, the changed rows evaluated first, as
+        `run` gives them), when every one is known."""
+        placed = rows.placement(self.reads_info)
+        if placed is None:
+            return UNDECIDED  # (nodes sent in the request: `run` evaluates them)
+        with self.lock:  # the usual case first: every row current and known, read as it is
+            kept = self.kept
+            if (
+                kept is not None
+                and kept.known
+                and kept.table() is placed.table
+                and len(kept.stamps) == placed.size
+                and kept.current_for(placed)
+            ):
+                spent[0] += kept.most
+                return Known(kept.whole.kind, kept.whole.values[placed.slots])  # type: ignore[union-attr]
+        column, kept = self._kept(rows, policy, placed)
+        if not column.decided():
+            return UNDECIDED  # (`run` finds the same column kept, and the same unknown rows)
+        if kept is not None:
+            spent[0] += kept.most
+        elif column.cost is not None and len(column.cost):
+            spent[0] += float(column.cost.max())
+        return Known(column.kind, column.values)
 
     def _request_column(self, rows: Rows, policy: str) -> Column:
         return _column([self._entry(rows, policy, i) for i in range(rows.count)])
@@ -596,6 +661,27 @@ class _Logical(_Node):
             decided = decided and d
         return _bools(true, false, decided)
 
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        decisive = not self.is_and
+        values: npt.NDArray[np.bool_] | None = None
+        for operand in self.operands:
+            value = operand.decide(rows, policy, params, spent)
+            if type(value) is Scalar:
+                if value.value is decisive:
+                    return Scalar(decisive)
+                if value.value is (not decisive):
+                    continue
+                return UNDECIDED  # (an error: the rows the others decide are run's to find)
+            if type(value) is not Known or value.kind is not bool:
+                return UNDECIDED
+            if values is None:
+                values = value.values
+            else:
+                values = values & value.values if self.is_and else values | value.values
+        return Scalar(not decisive) if values is None else Known(bool, values)
+
 
 class _Not(_Node):
     def __init__(self, operand: _Node) -> None:
@@ -604,6 +690,17 @@ class _Not(_Node):
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         true, false, decided = _truth(self.operand.run(rows, policy, params), rows.count)
         return _bools(false, true, decided)
+
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        value = self.operand.decide(rows, policy, params, spent)
+        if type(value) is Scalar:  # a column, as `run` gives: `&&` and `||` do not stop at it
+            v = value.value
+            return Known(bool, np.full(rows.count, not v)) if type(v) is bool else UNDECIDED
+        if type(value) is not Known or value.kind is not bool:
+            return UNDECIDED
+        return Known(bool, ~value.values)
 
 
 class _Conditional(_Node):
@@ -799,6 +896,46 @@ class _QuantityCompare(_Node):
             order = -order  # compared from the constant's side when it was the target
         return Column(int, order, target.unknown, decided=target._decided)
 
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        """A test of the order (`admits`) whose every row is clearly on one side of the
+        constant; any row in the band, NaN, or a constant too near 0 is `run`'s."""
+        admits = self.admits
+        if admits is None:
+            return UNDECIDED  # (an order column: `run`'s)
+        target = self.target.decide(rows, policy, params, spent)
+        arg = self.arg.decide(rows, policy, params, spent)
+        if target is UNDECIDED or arg is UNDECIDED:
+            return UNDECIDED
+        if type(target) is Scalar and type(arg) is Known:
+            target, arg, admits = arg, target, admits[::-1]  # the orders swap
+        if not (
+            type(target) is Known
+            and target.kind is Quantity
+            and type(arg) is Scalar
+            and type(arg.value) is Quantity
+        ):
+            return UNDECIDED
+        c = arg.value.approximate_float()
+        if not _scalable(c):
+            return UNDECIDED
+        low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
+        if c < 0.0:
+            low, high = high, low
+        a = target.values
+        less, greater = a < low, a > high
+        if admits[0] and admits[2]:
+            values = less | greater
+            if not every(values):
+                return UNDECIDED
+            return Known(bool, values)
+        if not every(less | greater):
+            return UNDECIDED
+        if admits[0] or admits[2]:
+            return Known(bool, less if admits[0] else greater)
+        return Known(bool, np.zeros(len(a), np.bool_))
+
 
 def _scalable(c: float) -> bool:
     """Whether rows can be told apart from a constant approximated as `c` by a margin of
@@ -929,6 +1066,31 @@ class ColumnPlan:
             unknown = result.unknown | heavy
             result = Column(result.kind, result.values, unknown, result.objects, None, result.where)
         return result
+
+    def decide(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
+        """The rows for which the residual is false (None: none), when the values kept for
+        the request's rows decide every one by themselves: each current, none unknown,
+        none near the cost budget, and every operator on the way one whose rows all come
+        out known (`&&`, `||`, `!`, a quantity clearly on one side of a constant). That is
+        a new pod's filter over nodes seen before, and it is answered without the unknown
+        masks, the costs per row and the columns `run` carries for the other cases; the
+        values are those `run` would give. UNDECIDED otherwise: `run` then says."""
+        for p in params:
+            if isinstance(p, CostLimitExceeded):
+                return UNDECIDED
+        spent = [0.0]
+        value = self.root.decide(rows, policy, params, spent)
+        if value is UNDECIDED or spent[0] > rows.budget * COST_SHARE:
+            return UNDECIDED  # (some row may be near the budget: `run` looks at each)
+        if type(value) is Scalar:
+            if value.value is True:
+                return None
+            return np.ones(rows.count, np.bool_) if value.value is False else UNDECIDED
+        assert type(value) is Known
+        if value.kind is not bool:
+            return UNDECIDED
+        false: Mask = ~value.values
+        return false if some(false) else None
 
 
 def _broadcast(value: Scalar, n: int) -> Column:

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyext.cel import COST, DEFAULT_LIMITS, CELEvalError, Program, Timestamp, UInt, type_name
-from policyext.policy.columns import ColumnPlan, Costs, Placement, Scalar
+from policyext.policy.columns import UNDECIDED, ColumnPlan, Costs, Placement, Scalar
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -524,6 +524,9 @@ def _not_true_by_columns(
 ) -> tuple[Mask | None, dict[int, object]]:
     """`_not_true` over all nodes at once: the rows the columns decide, and the exact
     evaluator on the rows they leave unknown."""
+    decided = columns.decide(run, policy, params)
+    if decided is not UNDECIDED:  # (the common case: the kept values decide every row)
+        return decided, {}  # type: ignore[return-value]
     result = columns.run(run, policy, params)
     count = run.count
     false: Mask | None = None

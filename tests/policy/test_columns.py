@@ -771,3 +771,116 @@ def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
     for _ in range(3):
         kept, exact = _kept_and_exact(policy_set, pod, source, list("abc"))
         assert kept == exact
+
+
+# a filter per form the kept values decide by themselves: a node-only value, a pod-side
+# constant or a node value (either side deciding), a quantity tested against the pod's
+KEPT_DECIDE = """
+filters:
+- {name: ready, expression: "node.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')"}
+- {name: no-spot-for-critical, expression: "pod.metadata.?labels.?critical.orValue('') != 'true' || node.metadata.?labels.?spot.orValue('') != 'true'"}
+- {name: gpu-for-gpu-pods, expression: "!node.metadata.?labels[?'gpu'].hasValue() || 'gpu' in podRequests"}
+- {name: cpu-fits, expression: "nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0"}
+- {name: not-cordoned, expression: "!node.metadata.?labels[?'cordoned'].hasValue()"}
+"""
+
+_DECIDE_NODES = [
+    ("a", {"spot": "true"}, "2", True),
+    ("b", {"gpu": "1"}, "4", True),
+    ("c", {"cordoned": "yes"}, "8", True),
+    ("d", {}, "1", False),
+    ("e", {}, "16", True),
+]
+
+
+def _kept_decide_source() -> tuple[PolicySet, ClusterSource]:
+    from tests.policy.helpers import node, policies, policy
+
+    policy_set = policies(policy("p", KEPT_DECIDE))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    nodes = [node(n, labels=lb, cpu=c, ready=r) for n, lb, c, r in _DECIDE_NODES]
+    source.replace("nodes", nodes)
+    source.replace("pods", [])
+    return policy_set, source
+
+
+def _full_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The rules `ColumnPlan.run` is called for from now on (by the residual's source)."""
+    from policyext.policy import columns
+
+    ran: list[str] = []
+    run = columns.ColumnPlan.run
+
+    def counted(self: columns.ColumnPlan, rows: Any, policy: str, params: Any) -> Any:
+        ran.append(policy)
+        return run(self, rows, policy, params)
+
+    monkeypatch.setattr(columns.ColumnPlan, "run", counted)
+    return ran
+
+
+# pods never seen before, and what changed in the cluster since the values were kept
+NEW_PODS = {
+    "a pod that fits some nodes": ({}, "1500m", False),
+    "a critical pod": ({"critical": "true"}, "3", False),
+    "a pod that fits every free node": ({}, "0.5", False),
+    "a critical pod that fits no node": ({"critical": "true"}, "20", False),
+    "a pod after a node changed": ({"critical": "true"}, "2500m", True),
+}
+
+
+@pytest.mark.parametrize("case", list(NEW_PODS))
+def test_a_new_pods_filter_is_decided_by_the_kept_values_alone_and_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    labels, cpu, changed = NEW_PODS[case]
+    policy_set, source = _kept_decide_source()
+    names = [n for n, *_ in _DECIDE_NODES]
+    # a critical pod: every node value is read (for others, `||` stops before the spot label)
+    warm = prepare(policy_set, make_pod("warm", labels={"critical": "true"}, cpu="1"), source, NOW)
+    warm.evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    if changed:  # its values are evaluated again, and the others still read as kept
+        source.apply("nodes", "MODIFIED", _modified("d", "7", cpu="3", labels={"spot": "true"}))
+    ran = _full_runs(monkeypatch)
+    pod = make_pod("new", labels=labels, cpu=cpu)
+    fast = prepare(policy_set, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    assert ran == []  # no rule needed the columns' full run
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        [source.get_node(n) for n in names],  # type: ignore[misc]
+        columns=False,
+    )
+    assert picture(fast) == picture(exact)
+    # the pod's parts (critical, a GPU request, its CPU); a node's values only if it changed
+    assert fast.evaluations == (3 + 5 if changed else 3)
+
+
+# what keeps the kept values from deciding a rule's rows by themselves: the full column run
+# then says, and the exact evaluator takes the rows it leaves unknown
+UNDECIDED_BY_KEPT = {
+    "a pod request in the band of a node's free CPU": ("16", True),
+    "a pod whose requests cannot be read": ("lots", True),
+    "nodes sent in the request": ("1", False),
+}
+
+
+@pytest.mark.parametrize("case", list(UNDECIDED_BY_KEPT))
+def test_rows_the_kept_values_do_not_decide_go_to_the_full_run_and_come_out_exact(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    cpu, by_rows = UNDECIDED_BY_KEPT[case]
+    policy_set, source = _kept_decide_source()
+    names = [n for n, *_ in _DECIDE_NODES]
+    nodes = [source.get_node(n) for n in names]
+    warm = prepare(policy_set, make_pod("warm", labels={"critical": "true"}, cpu="1"), source, NOW)
+    warm.evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    ran = _full_runs(monkeypatch)
+    pod = make_pod("new", labels={"critical": "true"}, cpu=cpu)
+    prepared = prepare(policy_set, pod, source, NOW)
+    got = prepared.evaluate(source.node_rows(names) if by_rows else nodes)  # type: ignore[arg-type]
+    assert ran  # some rule went the full way
+    exact = prepare(policy_set, pod, source, NOW).evaluate(nodes, columns=False)  # type: ignore[arg-type]
+    assert picture(got) == picture(exact)
