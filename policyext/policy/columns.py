@@ -920,21 +920,10 @@ class _QuantityCompare(_Node):
         c = arg.value.approximate_float()
         if not _scalable(c):
             return UNDECIDED
-        low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
-        if c < 0.0:
-            low, high = high, low
-        a = target.values
-        less, greater = a < low, a > high
-        if admits[0] and admits[2]:
-            values = less | greater
-            if not every(values):
-                return UNDECIDED
-            return Known(bool, values)
+        less, greater = _sides(target.values, c)
         if not every(less | greater):
             return UNDECIDED
-        if admits[0] or admits[2]:
-            return Known(bool, less if admits[0] else greater)
-        return Known(bool, np.zeros(len(a), np.bool_))
+        return Known(bool, _admitted(less, greater, admits))
 
 
 def _scalable(c: float) -> bool:
@@ -950,24 +939,34 @@ def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) ->
     constant too close to 0 to scale) by comparing the quantities exactly."""
     a = target.values
     if _scalable(c):
-        low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
-        if c < 0.0:
-            low, high = high, low
-        less, greater = a < low, a > high  # (an infinite row is clearly on its side)
+        less, greater = _sides(a, c)
     else:
         less = greater = np.zeros(len(a), np.bool_)
-    if admits[0] and admits[2]:
-        values = less | greater
-    elif admits[0] or admits[2]:
-        values = less if admits[0] else greater  # (a fresh mask: written below)
-    else:
-        values = np.zeros(len(a), np.bool_)
+    values = _admitted(less, greater, admits)  # (a fresh mask: written below)
     decided = less | greater
     if not every(decided):
         close = ~decided if target.decided() else ~(decided | target.unknown)
         for i in close.nonzero()[0].tolist():
             values[i] = admits[target.object_at(i).compare(constant) + 1]
     return Column(bool, values, target.unknown, decided=target._decided)
+
+
+def _sides(a: npt.NDArray[np.float64], c: float) -> tuple[Mask, Mask]:
+    """The rows of approximations `a` clearly less than the constant approximated as `c`,
+    and those clearly greater (`c` one `_scalable` says can be told apart)."""
+    low, high = c * (1.0 - _TEST_BAND), c * (1.0 + _TEST_BAND)
+    if c < 0.0:
+        low, high = high, low
+    return a < low, a > high  # (an infinite row is clearly on its side)
+
+
+def _admitted(less: Mask, greater: Mask, admits: Admits) -> Mask:
+    """The rows clearly on a side the test admits (the equal side is never clear)."""
+    if admits[0] and admits[2]:
+        return less | greater
+    if admits[0] or admits[2]:
+        return less if admits[0] else greater
+    return np.zeros(len(less), np.bool_)
 
 
 class _Arithmetic(_Node):
