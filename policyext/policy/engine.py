@@ -33,7 +33,7 @@ from policyext.policy.frames import (
     Request,
     node_name,
 )
-from policyext.policy.masks import Mask, every, some
+from policyext.policy.masks import Mask, some
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
@@ -245,7 +245,7 @@ def _rows_of(
     if source is None:
         return None
     rows = source.node_rows(list(names) if names is not None else [node_name(n) for n in nodes])
-    if rows is None or not every(rows.known()):
+    if rows is None or not rows.every_known():
         return None
     if any(record.node is not node for record, node in zip(rows.records(), nodes, strict=True)):
         return None

@@ -68,6 +68,7 @@ class NodeRows:
         "_held",
         "_read",
         "changes",
+        "complete",
         "info_versions",
         "names",
         "node_changes",
@@ -92,8 +93,11 @@ class NodeRows:
         node_changes: int = -1,
         table_versions: Versions | None = None,
         table_info_versions: Versions | None = None,
+        complete: bool = False,
     ) -> None:
         self.table = table  # whose slots these are
+        # known to hold every name (no slot NOWHERE) without looking: False when not known
+        self.complete = complete
         # the table's counts of version changes when the request looked (-1: not known):
         # of any version, and of the Node objects' alone
         self.changes = changes
@@ -162,6 +166,10 @@ class NodeRows:
         known: npt.NDArray[np.bool_] = self.slots != NOWHERE
         return known
 
+    def every_known(self) -> bool:
+        """Whether the source holds every row (none has slot NOWHERE)."""
+        return self.complete or every(self.slots != NOWHERE)
+
     def only(self, keep: npt.NDArray[np.bool_]) -> NodeRows:
         """These rows without the others (the names the source does not hold)."""
         at = keep.nonzero()[0]
@@ -178,6 +186,7 @@ class NodeRows:
             self.node_changes,
             self.table_versions,
             self.table_info_versions,
+            self.complete,
         )
 
 
@@ -266,27 +275,30 @@ class NodeTable:
         # the slots found for the last few name lists, by the list's identity: a list
         # given again (server/names.py) is not looked up again while no name has got or
         # lost its slot. Each entry holds its list, so an identity is never another's.
-        self._found: dict[int, tuple[Sequence[str], _Epoch, int, Slots]] = {}
+        self._found: dict[int, tuple[Sequence[str], _Epoch, int, Slots, bool]] = {}
 
-    def _slots(self, names: list[str], epoch: _Epoch) -> Slots:
-        """Each name's slot in the epoch (NOWHERE for a name it does not hold)."""
-        layout = epoch.layout  # read first: a change meanwhile is caught by the next call
+    def _slots(self, names: list[str], epoch: _Epoch, layout: int) -> tuple[Slots, bool]:
+        """Each name's slot in the epoch (NOWHERE for a name it does not hold), and whether
+        it holds every name. `layout`: the epoch's, read before anything else of it."""
         found = self._found.get(id(names))
         if found is not None and found[0] is names and found[1] is epoch and found[2] == layout:
-            return found[3]
+            return found[3], found[4]
         try:  # every name known (the usual case): one C call looks them all up
             held = itemgetter(*names)(epoch.slot_of) if len(names) > 1 else None
         except KeyError:
             held = None
+        whole = held is not None
         if held is None:
             held = list(map(epoch.slot_of.get, names, repeat(NOWHERE)))
+            whole = NOWHERE not in held
         slots = np.fromiter(held, np.intp, len(names))
         slots.flags.writeable = False  # shared by the requests that give the list again
-        remembered = self._found
-        if len(remembered) >= REMEMBERED_LISTS:
-            remembered = {}  # replaced whole: readers do not lock
-        self._found = {**remembered, id(names): (names, epoch, layout, slots)}
-        return slots
+        if epoch.layout == layout:  # (else the slots may be of either layout: not kept)
+            remembered = self._found
+            if len(remembered) >= REMEMBERED_LISTS:
+                remembered = {}  # replaced whole: readers do not lock
+            self._found = {**remembered, id(names): (names, epoch, layout, slots, whole)}
+        return slots, whole
 
     def put(self, name: str, record: NodeRecord) -> None:
         """`name` is now this record (a new node, or a new version of one)."""
@@ -302,8 +314,9 @@ class NodeTable:
                     epoch.grow(2 * slot)
                 epoch.used += 1
                 epoch.place(slot, record)
-                epoch.slot_of[name] = slot  # last: a reader finding the slot finds it placed
+                # counted before the name shows: a reader that finds it sees the count moved
                 epoch.layout += 1
+                epoch.slot_of[name] = slot  # last: a reader finding the slot finds it placed
                 epoch.unsettled += 1
                 if epoch.unsettled > max(UNSETTLED, len(epoch.slot_of) // 4):
                     _settle(epoch)
@@ -315,11 +328,13 @@ class NodeTable:
             epoch = self._epoch
             slot = epoch.slot_of.pop(name, None)
             if slot is not None:
+                # counted before the slot is emptied: a reader that sees it empty sees the
+                # count moved (or found no slot for the name)
+                epoch.layout += 1
                 epoch.versions[slot] = NOWHERE  # the record stays for readers holding it
                 epoch.info_versions[slot] = NOWHERE
                 epoch.changes += 1
                 epoch.node_changes += 1
-                epoch.layout += 1
 
     def _compact(self, old: _Epoch) -> _Epoch:
         live = [(name, old.records[slot]) for name, slot in old.slot_of.items()]
@@ -347,11 +362,37 @@ class NodeTable:
         """The rows of these names; a name the source does not hold has slot NOWHERE."""
         names = names if isinstance(names, list) else list(names)
         epoch = self._epoch
+        # read first: writers count a name's getting or losing its slot before it shows
+        # (see `put` and `remove`), so the same count after the reads below means that
+        # none did meanwhile
+        layout = epoch.layout
         # read before the versions: a change after this is seen by the next request's count
         changes, node_changes = epoch.changes, epoch.node_changes
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
-        slots = self._slots(names, epoch)
+        slots, whole = self._slots(names, epoch, layout)
         size = len(versions)
+        if whole:
+            try:
+                held_versions, held_info = versions[slots], info_versions[slots]
+            except IndexError:  # a slot added past the arrays this reader holds
+                whole = False
+            # every name held and none got or lost its slot since `layout`: each slot lies
+            # within the arrays read, and none was emptied before the versions were
+            if whole and epoch.layout == layout:
+                return NodeRows(
+                    epoch,
+                    size,
+                    names,
+                    slots,
+                    held_versions,
+                    held_info,
+                    records,
+                    changes,
+                    node_changes,
+                    versions,
+                    info_versions,
+                    complete=True,
+                )
         # a slot past the arrays this reader holds was added meanwhile: not held yet
         inside = (slots >= 0) & (slots < size)
         if every(inside):

@@ -18,7 +18,6 @@ import orjson
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
-from policyext.policy.masks import every
 from policyext.policy.resources import (
     LiveNodeSource,
     NodeInfo,
@@ -106,10 +105,10 @@ def _resolve(
         unknown = {name: UNKNOWN_NODE for name, node in found if node is None}
         known = [(name, node) for name, node in found if node is not None]
         return [node for _, node in known], [name for name, _ in known], unknown
-    held = rows.known()
-    if every(held):
+    if rows.every_known():
         _check_slots(requested, rows.slots)
         return rows, rows.names, {}
+    held = rows.known()
     missing = (~held).nonzero()[0].tolist()
     unknown = dict.fromkeys((requested[i] for i in missing), UNKNOWN_NODE)
     if len(unknown) < len(missing):
@@ -169,7 +168,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         except (KeyError, TypeError, AttributeError):
             return None
     rows = source.node_rows(names)
-    if rows is None or not every(rows.known()) or _repeats(names, rows.slots):
+    if rows is None or not rows.every_known() or _repeats(names, rows.slots):
         return None
     for record, version in zip(rows.records(), versions, strict=True):
         held = record.node.get("metadata")
@@ -343,7 +342,7 @@ def prioritize_ahead(
     rows = _passed(filtered, names) if filtered is not None else None
     if rows is None:
         rows = source.node_rows(names)
-        if rows is None or not every(rows.known()) or _repeats(names, rows.slots):
+        if rows is None or not rows.every_known() or _repeats(names, rows.slots):
             return None
     reused = filtered.prepared.for_scores(deadline) if filtered and filtered.prepared else None
     prepared = reused or prepare(policies, pod, source, now, deadline=deadline)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 
 from policyext.policy.rows import DEAD_SLOTS, NOWHERE, UNSETTLED, NodeRecord, NodeTable
 
@@ -181,3 +182,75 @@ def test_a_record_is_the_one_its_slot_holds_when_first_asked_and_the_same_after(
         table.put("b", _record("b", 99))
         assert rows.record(1) is first, case
         assert rows.records()[1] is first, case
+
+
+class _WriterMidLookup(dict[str, int]):
+    """A table's name dictionary whose lookup of one name lets a writer act first: a
+    writer thread taking its turn while a request looks its names up."""
+
+    def __init__(self, held: dict[str, int], when: str, act: Callable[[], None]) -> None:
+        super().__init__(held)
+        self.when, self.act = when, act
+
+    def __getitem__(self, name: str) -> int:
+        if name == self.when and self.act is not _nothing_now:
+            act, self.act = self.act, _nothing_now
+            act()
+        return super().__getitem__(name)
+
+
+def _nothing_now() -> None:
+    pass
+
+
+def _full_table() -> NodeTable:
+    """A table whose arrays are full: the next new name makes new ones."""
+    table = _table()
+    while table._epoch.used < len(table._epoch.versions):
+        name = f"n{table._epoch.used}"
+        table.put(name, _record(name, 100 + table._epoch.used))
+    return table
+
+
+MID_LOOKUP: dict[str, tuple[str, Callable[[NodeTable], None], list[str], list[int], bool]] = {
+    # the names asked for, what a writer does as the request looks up the last of them,
+    # the versions the request finds, and whether it knows every name held without looking
+    "nothing": ("c", _nothing, NAMES, [1, 2, 3], True),
+    "c updated": ("c", _update_c, NAMES, [1, 2, 13], True),
+    "b removed after it was looked up": ("c", _remove_b, NAMES, [1, NOWHERE, 3], False),
+    "b removed and added again": ("c", _remove_and_add_b, NAMES, [1, NOWHERE, 3], False),
+    "another node added": ("c", _add_d, NAMES, [1, 2, 3], False),
+    "the names laid out anew": ("c", NodeTable.settle, NAMES, [1, 2, 3], True),
+}
+
+
+def test_a_writer_acting_while_a_request_looks_names_up_is_never_missed() -> None:
+    """A request that finds every name and sees no name get or lose its slot meanwhile
+    skips the per-row checks; one a writer raced is checked row by row, and then reports a
+    name removed meanwhile as not held (the versions it read may be the emptied slot's)."""
+    for case, (when, change, names, versions, complete) in MID_LOOKUP.items():
+        table = _table()
+        epoch = table._epoch
+        epoch.slot_of = _WriterMidLookup(epoch.slot_of, when, partial(change, table))
+        rows = table.rows([*names])
+        assert rows.versions.tolist() == versions, case
+        assert rows.complete is complete, case
+        assert rows.every_known() is (NOWHERE not in versions), case
+        assert (rows.slots == NOWHERE).tolist() == [v == NOWHERE for v in versions], case
+
+
+def test_a_name_given_a_slot_past_the_arrays_a_request_read_is_not_held_yet() -> None:
+    table = _full_table()
+    epoch = table._epoch
+    size = len(epoch.versions)
+    epoch.slot_of = _WriterMidLookup(epoch.slot_of, "new", partial(_put_new, table))
+    rows = table.rows(["a", "new"])
+    assert len(table._epoch.versions) > size, "the writer made new arrays"
+    assert rows.slots.tolist() == [0, NOWHERE]
+    assert not rows.complete and not rows.every_known()
+    again = table.rows(["a", "new"])
+    assert again.complete and again.versions.tolist() == [1, 999]
+
+
+def _put_new(table: NodeTable) -> None:
+    table.put("new", _record("new", 999))
