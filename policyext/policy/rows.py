@@ -371,6 +371,7 @@ class NodeTable:
         versions, info_versions, records = epoch.versions, epoch.info_versions, epoch.records
         slots, whole = self._slots(names, epoch, layout)
         size = len(versions)
+        complete = False
         if whole:
             try:
                 held_versions, held_info = versions[slots], info_versions[slots]
@@ -378,32 +379,9 @@ class NodeTable:
                 whole = False
             # every name held and none got or lost its slot since `layout`: each slot lies
             # within the arrays read, and none was emptied before the versions were
-            if whole and epoch.layout == layout:
-                return NodeRows(
-                    epoch,
-                    size,
-                    names,
-                    slots,
-                    held_versions,
-                    held_info,
-                    records,
-                    changes,
-                    node_changes,
-                    versions,
-                    info_versions,
-                    complete=True,
-                )
-        # a slot past the arrays this reader holds was added meanwhile: not held yet
-        inside = (slots >= 0) & (slots < size)
-        if every(inside):
-            held_versions, held_info = versions[slots], info_versions[slots]
-        else:
-            at = np.where(inside, slots, 0)
-            held_versions = np.where(inside, versions[at], NOWHERE)
-            held_info = np.where(inside, info_versions[at], NOWHERE)
-        gone = held_versions == NOWHERE  # never held, or removed meanwhile
-        if some(gone):
-            slots = np.where(gone, NOWHERE, slots)
+            complete = whole and epoch.layout == layout
+        if not complete:
+            slots, held_versions, held_info = _held(slots, versions, info_versions)
         return NodeRows(
             epoch,
             size,
@@ -416,7 +394,27 @@ class NodeTable:
             node_changes,
             versions,
             info_versions,
+            complete,
         )
+
+
+def _held(
+    slots: Slots, versions: Versions, info_versions: Versions
+) -> tuple[Slots, Versions, Versions]:
+    """The slots and their versions, each checked: NOWHERE for a slot past the arrays
+    read (added meanwhile: not held yet) or emptied (never held, or removed meanwhile)."""
+    size = len(versions)
+    inside = (slots >= 0) & (slots < size)
+    if every(inside):
+        held_versions, held_info = versions[slots], info_versions[slots]
+    else:
+        at = np.where(inside, slots, 0)
+        held_versions = np.where(inside, versions[at], NOWHERE)
+        held_info = np.where(inside, info_versions[at], NOWHERE)
+    gone = held_versions == NOWHERE
+    if some(gone):
+        slots = np.where(gone, NOWHERE, slots)
+    return slots, held_versions, held_info
 
 
 def _settle(epoch: _Epoch) -> None:
