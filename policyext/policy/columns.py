@@ -722,20 +722,58 @@ class _Conditional(_Node):
         unknown = ~(true | false) | (true & ua) | (false & ub)
         return Column(ka, values, unknown)
 
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        cond = self.cond.decide(rows, policy, params, spent)
+        if cond is UNDECIDED:
+            return UNDECIDED
+        if type(cond) is Scalar:  # (`run` broadcasts it)
+            if type(cond.value) is not bool:
+                return UNDECIDED  # (an error: every row `run`'s)
+            true: Mask = np.full(rows.count, cond.value)
+        elif cond.kind is bool:  # type: ignore[attr-defined]
+            true = cond.values  # type: ignore[attr-defined]
+        else:
+            return UNDECIDED
+        a = self.then.decide(rows, policy, params, spent)
+        b = self.otherwise.decide(rows, policy, params, spent)
+        if a is UNDECIDED or b is UNDECIDED:
+            return UNDECIDED
+        ka, va = _decided_parts(a)
+        kb, vb = _decided_parts(b)
+        if ka is None or ka is not kb or ka is Quantity:
+            return UNDECIDED
+        return Known(ka, np.where(true, va, vb))
+
 
 def _as_column_parts(value: Value, n: int) -> tuple[type | None, Any, Mask]:
     """(kind, values, unknown) of a value, a scalar broadcast; kind None: not usable."""
     if isinstance(value, Column):
         return value.kind, value.values, value.unknown
-    v = value.value
+    kind, v = _scalar_parts(value.value)
+    return kind, v, (np.zeros if kind is not None else np.ones)(n, np.bool_)
+
+
+def _decided_parts(value: object) -> tuple[type | None, Any]:
+    """(kind, values) of what `decide` gave (a Known column, or a Scalar as
+    `_as_column_parts` takes it); kind None: not usable."""
+    if type(value) is Known:
+        return value.kind, value.values
+    return _scalar_parts(value.value)  # type: ignore[attr-defined]
+
+
+def _scalar_parts(v: object) -> tuple[type | None, Any]:
+    """A constant as a column's kind and value (ints as doubles, exact up to 2^53);
+    kind None for one no column operator takes (a NaN, a larger int, a list...)."""
     t = type(v)
     if t is int and abs(v) <= EXACT_INT:  # type: ignore[arg-type]
-        return int, float(v), np.zeros(n, np.bool_)  # type: ignore[arg-type]
+        return int, float(v)  # type: ignore[arg-type]
     if t is float and not math.isnan(v):  # type: ignore[arg-type]
-        return float, v, np.zeros(n, np.bool_)
+        return float, v
     if t is bool or t is str or t is Timestamp or t is Duration:
-        return t, v, np.zeros(n, np.bool_)
-    return None, None, np.ones(n, np.bool_)
+        return t, v
+    return None, None
 
 
 def _either_unknown(left: Value, right: Value, ua: Mask, ub: Mask) -> Mask:
@@ -790,28 +828,48 @@ class _Compare(_Node):
         right = self.right.run(rows, policy, params)
         ka, va, ua = _as_column_parts(left, n)
         kb, vb, ub = _as_column_parts(right, n)
+        values = self._compared(ka, va, kb, vb, n)
+        if values is None:
+            return _all_unknown(rows)
+        unknown = _either_unknown(left, right, ua, ub)
+        return Column(bool, values, unknown, decided=_either_decided(left, right))
+
+    def decide(
+        self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+    ) -> object:
+        left = self.left.decide(rows, policy, params, spent)
+        right = self.right.decide(rows, policy, params, spent)
+        if left is UNDECIDED or right is UNDECIDED:
+            return UNDECIDED
+        ka, va = _decided_parts(left)
+        kb, vb = _decided_parts(right)
+        values = self._compared(ka, va, kb, vb, rows.count)
+        return UNDECIDED if values is None else Known(bool, values)
+
+    def _compared(self, ka: type | None, va: Any, kb: type | None, vb: Any, n: int) -> Mask | None:
+        """The comparison per row of two sides' values of these kinds (a constant stands
+        for every row), or None when the columns leave it to the exact evaluator."""
         if ka is None or kb is None:
-            return _all_unknown(rows)
+            return None
         if ka not in _COMPARABLE or kb not in _COMPARABLE:
-            return _all_unknown(rows)
+            return None
         if ka is not kb:
             # ints and doubles are ordered together; equality across types is left to
             # the exact evaluator
             if self.equality or ka not in _NUMERIC or kb not in _NUMERIC:
-                return _all_unknown(rows)
+                return None
         elif ka not in _ORDERED and not self.equality:
-            return _all_unknown(rows)  # strings, bools: ordered by the exact evaluator
+            return None  # strings, bools: ordered by the exact evaluator
         op = self.op
         if not isinstance(va, np.ndarray):  # the column on the left: numpy's operators
             op, va, vb = _REFLECTED[op], vb, va
         try:
-            values = np.asarray(op(va, vb), np.bool_)
+            values: Mask = np.asarray(op(va, vb), np.bool_)
         except (TypeError, AttributeError):  # no row of the kind to stand in for the others
-            return _all_unknown(rows)
+            return None
         if values.shape != (n,):
             values = np.broadcast_to(values, (n,)).copy()
-        unknown = _either_unknown(left, right, ua, ub)
-        return Column(bool, values, unknown, decided=_either_decided(left, right))
+        return values
 
 
 _REFLECTED: Final = {
@@ -1066,14 +1124,10 @@ class ColumnPlan:
             result = Column(result.kind, result.values, unknown, result.objects, None, result.where)
         return result
 
-    def decide(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
-        """The rows for which the residual is false (None: none), when the values kept for
-        the request's rows decide every one by themselves: each current, none unknown,
-        none near the cost budget, and every operator on the way one whose rows all come
-        out known (`&&`, `||`, `!`, a quantity clearly on one side of a constant). That is
-        a new pod's filter over nodes seen before, and it is answered without the unknown
-        masks, the costs per row and the columns `run` carries for the other cases; the
-        values are those `run` would give. UNDECIDED otherwise: `run` then says."""
+    def decided(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
+        """What `run` gives (a Scalar, or a Known column: every row known), when the values
+        kept for the request's rows decide every one by themselves (see `decide`); else
+        UNDECIDED. A score over nodes seen before is answered this way."""
         for p in params:
             if isinstance(p, CostLimitExceeded):
                 return UNDECIDED
@@ -1081,6 +1135,20 @@ class ColumnPlan:
         value = self.root.decide(rows, policy, params, spent)
         if value is UNDECIDED or spent[0] > rows.budget * COST_SHARE:
             return UNDECIDED  # (some row may be near the budget: `run` looks at each)
+        return value
+
+    def decide(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
+        """The rows for which the residual is false (None: none), when the values kept for
+        the request's rows decide every one by themselves: each current, none unknown,
+        none near the cost budget, and every operator on the way one whose rows all come
+        out known (`&&`, `||`, `!`, `? :`, a comparison the columns make, a quantity clearly
+        on one side of a constant). That is
+        a new pod's filter over nodes seen before, and it is answered without the unknown
+        masks, the costs per row and the columns `run` carries for the other cases; the
+        values are those `run` would give. UNDECIDED otherwise: `run` then says."""
+        value = self.decided(rows, policy, params)
+        if value is UNDECIDED:
+            return UNDECIDED
         if type(value) is Scalar:
             if value.value is True:
                 return None

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from policyext.cel import COST, DEFAULT_LIMITS, CELEvalError, Program, Timestamp, UInt, type_name
-from policyext.policy.columns import UNDECIDED, ColumnPlan, Costs, Placement, Scalar
+from policyext.policy.columns import UNDECIDED, ColumnPlan, Costs, Known, Placement, Scalar
 from policyext.policy.compile import CompiledExpression, CompiledFilter, CompiledPolicy, PolicySet
 from policyext.policy.frames import (
     MISS,
@@ -33,7 +33,7 @@ from policyext.policy.frames import (
     Request,
     node_name,
 )
-from policyext.policy.masks import Mask, some
+from policyext.policy.masks import Mask, every, some
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.resources import NodeSource
@@ -565,8 +565,16 @@ def _scores_by_columns(
     indices: list[int],
 ) -> list[object] | Scores:
     """`_scores` over all nodes at once, the exact evaluator on the unknown rows."""
-    result = columns.run(run, policy, params)
     count = len(indices)
+    decided = columns.decided(run, policy, params)
+    if type(decided) is Known and (decided.kind is int or decided.kind is float):
+        # (the common case: the kept values give every row; doubles, ints exact)
+        values = decided.values
+        if count != run.count:
+            values = values[np.asarray(indices, np.intp)]
+        if every(np.isfinite(values)):  # (a NaN or an infinity: the exact evaluator's)
+            return values, {}
+    result = columns.run(run, policy, params)
     if isinstance(result, Scalar):
         value = result.value
         if type(value) in (int, float, UInt):

@@ -884,3 +884,59 @@ def test_rows_the_kept_values_do_not_decide_go_to_the_full_run_and_come_out_exac
     assert ran  # some rule went the full way
     exact = prepare(policy_set, pod, source, NOW).evaluate(nodes, columns=False)  # type: ignore[arg-type]
     assert picture(got) == picture(exact)
+
+
+# scores of the forms the kept values decide by themselves: a node-only value (the whole
+# expression kept), a node value compared with a pod-side constant under `? :`, a MinMax
+KEPT_SCORES = """
+scores:
+- {name: more-cpu, weight: 3, expression: "nodeInfo.allocatable.cpu.asApproximateFloat() / 2.0"}
+- {name: zone, weight: 2, expression: "pod.metadata.?annotations[?'zone'].orValue('') != '' && node.metadata.?labels[?'zone'].orValue('') == pod.metadata.annotations['zone'] ? 10 : 0"}
+- {name: on-demand, weight: 1, expression: "node.metadata.?labels.?spot.orValue('') == 'true' ? 0 : 10"}
+- {name: most-free, weight: 1, normalize: MinMax, expression: "nodeInfo.free.cpu.asApproximateFloat()"}
+"""
+
+_SCORED_NODES = [
+    ("a", {"spot": "true", "zone": "z1"}, "2"),
+    ("b", {"zone": "z2"}, "4"),
+    ("c", {"zone": "z1"}, "8"),
+    ("d", {}, "1"),
+    ("e", {"zone": "z2"}, "16"),
+]
+
+# pods never seen before (their preferred zone), and whether a node changed meanwhile
+NEW_PODS_SCORED = {
+    "a pod that prefers a zone": ("z1", False),
+    "a pod that prefers a zone no node is in": ("z9", False),
+    "a pod without a preference": (None, False),
+    "a pod after a node changed": ("z2", True),
+}
+
+
+@pytest.mark.parametrize("case", list(NEW_PODS_SCORED))
+def test_a_new_pods_scores_are_decided_by_the_kept_values_alone_and_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    zone, changed = NEW_PODS_SCORED[case]
+    policy_set = policies(policy("p", KEPT_SCORES))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c in _SCORED_NODES])
+    source.replace("pods", [])
+    names = [n for n, *_ in _SCORED_NODES]
+    warm = prepare(policy_set, make_pod("warm", annotations={"zone": "z1"}), source, NOW)
+    warm.evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    if changed:  # its values are evaluated again, and the others still read as kept
+        source.apply("nodes", "MODIFIED", _modified("d", "7", cpu="3", labels={"zone": "z2"}))
+    ran = _full_runs(monkeypatch)
+    pod = make_pod("new", annotations={"zone": zone} if zone else None, cpu="700m")
+    fast = prepare(policy_set, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    assert ran == []  # no score needed the columns' full run
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        [source.get_node(n) for n in names],  # type: ignore[misc]
+        columns=False,
+    )
+    assert picture(fast) == picture(exact)
+    assert len({v.score for v in fast.nodes}) > 1, "the scores tell the nodes apart"
