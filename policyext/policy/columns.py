@@ -736,12 +736,10 @@ class _Conditional(_Node):
             true = cond.values  # type: ignore[attr-defined]
         else:
             return UNDECIDED
-        a = self.then.decide(rows, policy, params, spent)
-        b = self.otherwise.decide(rows, policy, params, spent)
-        if a is UNDECIDED or b is UNDECIDED:
+        parts = _both_decided(self.then, self.otherwise, rows, policy, params, spent)
+        if parts is None:
             return UNDECIDED
-        ka, va = _decided_parts(a)
-        kb, vb = _decided_parts(b)
+        (ka, va), (kb, vb) = parts
         if ka is None or ka is not kb or ka is Quantity:
             return UNDECIDED
         return Known(ka, np.where(true, va, vb))
@@ -753,6 +751,17 @@ def _as_column_parts(value: Value, n: int) -> tuple[type | None, Any, Mask]:
         return value.kind, value.values, value.unknown
     kind, v = _scalar_parts(value.value)
     return kind, v, (np.zeros if kind is not None else np.ones)(n, np.bool_)
+
+
+def _both_decided(
+    a: _Node, b: _Node, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
+) -> tuple[tuple[type | None, Any], tuple[type | None, Any]] | None:
+    """The (kind, values) of two operands (`_decided_parts`), when `decide` gives both."""
+    first = a.decide(rows, policy, params, spent)
+    second = b.decide(rows, policy, params, spent)
+    if first is UNDECIDED or second is UNDECIDED:
+        return None
+    return _decided_parts(first), _decided_parts(second)
 
 
 def _decided_parts(value: object) -> tuple[type | None, Any]:
@@ -837,12 +846,10 @@ class _Compare(_Node):
     def decide(
         self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
     ) -> object:
-        left = self.left.decide(rows, policy, params, spent)
-        right = self.right.decide(rows, policy, params, spent)
-        if left is UNDECIDED or right is UNDECIDED:
+        parts = _both_decided(self.left, self.right, rows, policy, params, spent)
+        if parts is None:
             return UNDECIDED
-        ka, va = _decided_parts(left)
-        kb, vb = _decided_parts(right)
+        (ka, va), (kb, vb) = parts
         values = self._compared(ka, va, kb, vb, rows.count)
         return UNDECIDED if values is None else Known(bool, values)
 
@@ -1142,10 +1149,10 @@ class ColumnPlan:
         the request's rows decide every one by themselves: each current, none unknown,
         none near the cost budget, and every operator on the way one whose rows all come
         out known (`&&`, `||`, `!`, `? :`, a comparison the columns make, a quantity clearly
-        on one side of a constant). That is
-        a new pod's filter over nodes seen before, and it is answered without the unknown
-        masks, the costs per row and the columns `run` carries for the other cases; the
-        values are those `run` would give. UNDECIDED otherwise: `run` then says."""
+        on one side of a constant). That is a new pod's filter over nodes seen before, and
+        it is answered without the unknown masks, the costs per row and the columns `run`
+        carries for the other cases; the values are those `run` would give. UNDECIDED
+        otherwise: `run` then says."""
         value = self.decided(rows, policy, params)
         if value is UNDECIDED:
             return UNDECIDED

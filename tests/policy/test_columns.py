@@ -819,6 +819,30 @@ def _full_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ran
 
 
+def _against_the_exact(
+    monkeypatch: pytest.MonkeyPatch,
+    policy_set: PolicySet,
+    source: ClusterSource,
+    warm: dict[str, Any],
+    change: dict[str, Any] | None,
+    pod: dict[str, Any],
+) -> tuple[Any, Any, list[str]]:
+    """A new pod evaluated over the source's rows after `warm` kept their values (and
+    `change` modified a node since: its values are evaluated again, the others still read
+    as kept); the per-node evaluator's answer for it; the rules that took the full run."""
+    names = source.node_names()
+    prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    if change is not None:
+        source.apply("nodes", "MODIFIED", change)
+    ran = _full_runs(monkeypatch)
+    fast = prepare(policy_set, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    exact = prepare(policy_set, pod, source, NOW).evaluate(
+        [source.get_node(n) for n in names],  # type: ignore[misc]
+        columns=False,
+    )
+    return fast, exact, ran
+
+
 # pods never seen before, and what changed in the cluster since the values were kept
 NEW_PODS = {
     "a pod that fits some nodes": ({}, "1500m", False),
@@ -837,20 +861,12 @@ def test_a_new_pods_filter_is_decided_by_the_kept_values_alone_and_exactly(
 
     labels, cpu, changed = NEW_PODS[case]
     policy_set, source = _kept_decide_source()
-    names = [n for n, *_ in _DECIDE_NODES]
     # a critical pod: every node value is read (for others, `||` stops before the spot label)
-    warm = prepare(policy_set, make_pod("warm", labels={"critical": "true"}, cpu="1"), source, NOW)
-    warm.evaluate(source.node_rows(names))  # type: ignore[arg-type]
-    if changed:  # its values are evaluated again, and the others still read as kept
-        source.apply("nodes", "MODIFIED", _modified("d", "7", cpu="3", labels={"spot": "true"}))
-    ran = _full_runs(monkeypatch)
+    warm = make_pod("warm", labels={"critical": "true"}, cpu="1")
+    change = _modified("d", "7", cpu="3", labels={"spot": "true"}) if changed else None
     pod = make_pod("new", labels=labels, cpu=cpu)
-    fast = prepare(policy_set, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, change, pod)
     assert ran == []  # no rule needed the columns' full run
-    exact = prepare(policy_set, pod, source, NOW).evaluate(
-        [source.get_node(n) for n in names],  # type: ignore[misc]
-        columns=False,
-    )
     assert picture(fast) == picture(exact)
     # the pod's parts (critical, a GPU request, its CPU); a node's values only if it changed
     assert fast.evaluations == (3 + 5 if changed else 3)
@@ -925,18 +941,10 @@ def test_a_new_pods_scores_are_decided_by_the_kept_values_alone_and_exactly(
     source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
     source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c in _SCORED_NODES])
     source.replace("pods", [])
-    names = [n for n, *_ in _SCORED_NODES]
-    warm = prepare(policy_set, make_pod("warm", annotations={"zone": "z1"}), source, NOW)
-    warm.evaluate(source.node_rows(names))  # type: ignore[arg-type]
-    if changed:  # its values are evaluated again, and the others still read as kept
-        source.apply("nodes", "MODIFIED", _modified("d", "7", cpu="3", labels={"zone": "z2"}))
-    ran = _full_runs(monkeypatch)
+    warm = make_pod("warm", annotations={"zone": "z1"})
+    change = _modified("d", "7", cpu="3", labels={"zone": "z2"}) if changed else None
     pod = make_pod("new", annotations={"zone": zone} if zone else None, cpu="700m")
-    fast = prepare(policy_set, pod, source, NOW).evaluate(source.node_rows(names))  # type: ignore[arg-type]
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, change, pod)
     assert ran == []  # no score needed the columns' full run
-    exact = prepare(policy_set, pod, source, NOW).evaluate(
-        [source.get_node(n) for n in names],  # type: ignore[misc]
-        columns=False,
-    )
     assert picture(fast) == picture(exact)
     assert len({v.score for v in fast.nodes}) > 1, "the scores tell the nodes apart"
