@@ -732,8 +732,8 @@ class _Conditional(_Node):
             if type(cond.value) is not bool:
                 return UNDECIDED  # (an error: every row `run`'s)
             true: Mask = np.full(rows.count, cond.value)
-        elif cond.kind is bool:  # type: ignore[attr-defined]
-            true = cond.values  # type: ignore[attr-defined]
+        elif type(cond) is Known and cond.kind is bool:
+            true = cond.values
         else:
             return UNDECIDED
         parts = _both_decided(self.then, self.otherwise, rows, policy, params, spent)
