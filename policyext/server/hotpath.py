@@ -61,9 +61,7 @@ def extender_args(
         return fast
     apart = names.split(verb, data) if names is not None else None
     if apart is not None:
-        rest, node_names = apart
-        rest["NodeNames"] = node_names
-        return wire.parse_extender_args(rest, check_repeats=False)
+        return wire.names_args(*apart)
     return wire.parse_extender_args(wire.decode(data), check_repeats=False)
 
 

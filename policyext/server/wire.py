@@ -129,6 +129,18 @@ def parse_extender_args(
     return ExtenderArgs(pod, nodes, names)
 
 
+def names_args(rest: Json, names: list[str]) -> ExtenderArgs:
+    """`parse_extender_args` of a body taken apart (server/names.py): its other top-level
+    fields, and its NodeNames, already found to be strings under no other spelling of the
+    key. kube-scheduler's own `{"Pod":...,"Nodes":null,"NodeNames":[...]}` is read as it
+    is; anything else goes through the general parser."""
+    pod = rest.get("Pod")
+    if type(pod) is dict and (len(rest) == 1 or (len(rest) == 2 and rest.get("Nodes", 0) is None)):
+        return ExtenderArgs(pod, None, names)
+    rest["NodeNames"] = names
+    return parse_extender_args(rest, check_repeats=False)
+
+
 def all_strings(values: list[Any]) -> bool:
     """Every value a str, checked in C: joining them fails on anything else."""
     try:

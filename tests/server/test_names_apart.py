@@ -39,6 +39,25 @@ BODIES: dict[str, tuple[bytes, bool]] = {
     "with a newline after it": (_go() + b"\n", True),
     "without a Nodes field": (b'{"Pod":' + json.dumps(POD).encode() + b',"NodeNames":["a"]}', True),
     "with no names": (_go(names=[]), True),
+    # taken apart, then read by the general parser: what it says of the rest stands
+    "with the pod spelled in lower case": (
+        b'{"pod":' + json.dumps(POD).encode() + b',"NodeNames":["a"]}',
+        True,
+    ),
+    "with a pod that is not an object": (b'{"Pod":[1],"Nodes":null,"NodeNames":["a"]}', True),
+    "with no pod": (b'{"Nodes":null,"NodeNames":["a"]}', True),
+    "with Nodes as well as NodeNames": (
+        b'{"Pod":' + json.dumps(POD).encode() + b',"Nodes":{"items":[]},"NodeNames":["a"]}',
+        True,
+    ),
+    "with Nodes that are not an object": (
+        b'{"Pod":' + json.dumps(POD).encode() + b',"Nodes":7,"NodeNames":["a"]}',
+        True,
+    ),
+    "with a field of another name": (
+        b'{"Pod":' + json.dumps(POD).encode() + b',"Extra":null,"NodeNames":["a"]}',
+        True,
+    ),
     "with names that need escapes": (_go(names=['n"1', "n\\2", "n\u00e93"]), True),
     "with a key named NodeNames inside the pod, last": (
         b'{"Pod":{"metadata":{"name":"p"},"x":1,"NodeNames":["trap"]}}',
