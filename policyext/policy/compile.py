@@ -42,6 +42,7 @@ from policyext.policy.model import (
     Variable,
 )
 from policyext.policy.plan import Plan, make_plan
+from policyext.policy.rejection import Rejection
 from policyext.policy.schema import validate
 
 # the variables that do not depend on the node
@@ -65,6 +66,19 @@ class CompiledFilter:
     compiled: CompiledExpression
     message: CompiledExpression | None
     failure_policy: str
+    # the rejection of an Enforce rule with a fixed message, the same for every node it
+    # rejects (None: an Audit rule, or a message of each node's own)
+    plain: Rejection | None = None
+
+
+def plain_rejection(
+    policy: str, rule: Filter, message: CompiledExpression | None
+) -> Rejection | None:
+    """What an Enforce rule with a fixed message says of every node it rejects."""
+    if rule.mode == "Audit" or message is not None:
+        return None
+    text = rule.message or f"{policy}/{rule.name}"
+    return Rejection(policy, rule.name, text, False, rule.unresolvable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +347,8 @@ class _PolicyCompiler:
                     ("string",),
                 )
             if compiled is not None:
-                filters.append(CompiledFilter(rule, compiled, message, rule.failure_policy))
+                plain = plain_rejection(name, rule, message)
+                filters.append(CompiledFilter(rule, compiled, message, rule.failure_policy, plain))
         scores: list[CompiledScore] = []
         for i, raw in enumerate(spec.get("scores") or []):
             path = ("spec", "scores", i)

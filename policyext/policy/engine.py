@@ -36,13 +36,13 @@ from policyext.policy.frames import (
 from policyext.policy.masks import Mask, every, some
 from policyext.policy.match import PolicyMatch, policy_applies
 from policyext.policy.plan import Plan, Results, typed
+from policyext.policy.rejection import Rejection
 from policyext.policy.resources import NodeSource
 from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import (
     AuditScore,
     Evaluation,
     NodeVerdict,
-    Rejection,
     RuleScore,
 )
 
@@ -274,10 +274,17 @@ def _evaluate(
         for policy in applied:
             name = policy.name
             for rule in policy.filters:
-                false, others = _not_true(run, name, rule.compiled)
+                # the common case first: the values kept decide every node (a new pod
+                # over nodes seen before), with one rejection for all those it rejects
+                false = _decided(run, name, rule.compiled)
+                plain = rule.plain
+                if false is not UNDECIDED and plain is not None:
+                    if false is not None:
+                        ev.add_plain(plain, false)  # type: ignore[arg-type]
+                    continue
+                false, others = _not_true(run, name, rule.compiled, false)
                 if false is not None:
-                    plain = _plain_rejection(policy, rule)
-                    if plain is not None:  # the common case: one rejection for all those nodes
+                    if plain is not None:
                         ev.add_plain(plain, false)
                     else:
                         others.update(dict.fromkeys(false.nonzero()[0].tolist(), False))
@@ -393,11 +400,26 @@ class _Run:
             return None
 
 
+def _decided(run: _Run, policy: str, expr: CompiledExpression) -> object:
+    """The nodes for which the expression is `false` (a mask, None when none) when the
+    values kept decide every node by themselves (ColumnPlan.decide); else UNDECIDED."""
+    plan = expr.plan
+    if plan is None or expr.pod_only or plan.columns is None or not run.columns:
+        return UNDECIDED
+    params = run.request.plan_params(policy, plan)
+    if type(params) is not tuple or run.timed_out():  # (as _by_columns)
+        return UNDECIDED
+    return plan.columns.decide(run, policy, params)
+
+
 def _not_true(
-    run: _Run, policy: str, expr: CompiledExpression
+    run: _Run, policy: str, expr: CompiledExpression, decided: object = UNDECIDED
 ) -> tuple[Mask | None, dict[int, object]]:
     """The nodes for which the expression is not `true`: those for which it is `false`
-    (a mask, None when none), and the others with what it was instead."""
+    (a mask, None when none), and the others with what it was instead. `decided`: what
+    `_decided` found, when the caller asked it first."""
+    if decided is not UNDECIDED:
+        return decided, {}  # type: ignore[return-value]
     request = run.request
     count = run.count
     if expr.pod_only:
@@ -417,7 +439,7 @@ def _not_true(
 
 
 def _by_columns(run: _Run, params: object) -> bool:
-    return run.columns and isinstance(params, tuple) and not run.timed_out()
+    return run.columns and type(params) is tuple and not run.timed_out()
 
 
 def _split_false(bad: dict[int, object], count: int) -> tuple[Mask | None, dict[int, object]]:
@@ -522,11 +544,9 @@ def _not_true_by_columns(
     columns: ColumnPlan,
     params: tuple[object, ...],
 ) -> tuple[Mask | None, dict[int, object]]:
-    """`_not_true` over all nodes at once: the rows the columns decide, and the exact
-    evaluator on the rows they leave unknown."""
-    decided = columns.decide(run, policy, params)
-    if decided is not UNDECIDED:  # (the common case: the kept values decide every row)
-        return decided, {}  # type: ignore[return-value]
+    """`_not_true` over all nodes at once, where the kept values alone did not decide
+    every row (`_decided`): the rows the columns decide, and the exact evaluator on the
+    rows they leave unknown."""
     result = columns.run(run, policy, params)
     count = run.count
     false: Mask | None = None
@@ -613,15 +633,6 @@ def _as_score(value: object) -> object:
     if t is float and not math.isfinite(value):  # type: ignore[arg-type]
         return Failure(CELEvalError(f"a score must be a finite number, got {value}"))
     return value
-
-
-def _plain_rejection(policy: CompiledPolicy, rule: CompiledFilter) -> Rejection | None:
-    """The rejection of an Enforce rule with a fixed message: the same for every node."""
-    spec = rule.rule
-    if spec.mode == "Audit" or rule.message is not None:
-        return None
-    message = spec.message or f"{policy.name}/{spec.name}"
-    return Rejection(policy.name, spec.name, message, False, spec.unresolvable)
 
 
 def _verdict(ev: Evaluation, i: int) -> NodeVerdict:

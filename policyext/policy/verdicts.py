@@ -14,24 +14,10 @@ import numpy.typing as npt
 
 from policyext.policy.masks import Mask, count, some
 from policyext.policy.match import PolicyMatch
+from policyext.policy.rejection import Rejection
 
 # between the messages of the rules that rejected a node
 MESSAGE_SEPARATOR: Final = "; "
-
-
-class Rejection(NamedTuple):
-    """A filter that rejected a node (or, in Audit mode, would have)."""
-
-    policy: str
-    rule: str
-    message: str
-    audit: bool = False
-    unresolvable: bool = False
-    error: str | None = None  # set when the rule failed to evaluate
-
-    @property
-    def rule_id(self) -> str:
-        return f"{self.policy}/{self.rule}"
 
 
 class RuleScore(NamedTuple):
@@ -284,7 +270,7 @@ class Evaluation:
         `most` nodes are refused: a few hundred refused nodes are written faster one by
         one than through the arrays `refusals` gives for thousands. None otherwise."""
         plain, names = self.plain, self.names
-        if self.own or len(plain) > len(_BITS):
+        if self.own or len(plain) > BYTE_BITS:
             return None
         if not plain:
             return list(names), {}, {}
@@ -386,8 +372,8 @@ Codes = npt.NDArray[np.integer[Any]]
 
 def _codes(masks: list[Mask], rows: npt.NDArray[np.intp]) -> Codes:
     """For each of the rows, the masks that hold it as the bits of one number (mask k:
-    bit k). Up to 8 masks, in one product over all of them rather than steps per mask."""
-    if 0 < len(masks) <= len(_BITS):
+    bit k). Up to 8 masks, packed in one call rather than steps per mask."""
+    if 0 < len(masks) <= BYTE_BITS:
         return _bits_of(masks)[rows]
     codes = np.zeros(len(rows), np.int64)
     for bit, mask in enumerate(masks):
@@ -396,14 +382,15 @@ def _codes(masks: list[Mask], rows: npt.NDArray[np.intp]) -> Codes:
 
 
 def _bits_of(masks: list[Mask]) -> Codes:
-    """For every node, the masks (1 to 8) that hold it as the bits of one byte: one
-    product over all of them rather than steps per mask."""
-    packed: Codes = _BITS[: len(masks)] @ np.array(masks)
+    """For every node, the masks (1 to 8) that hold it as the bits of one byte (mask k:
+    bit k), packed in one call: after a pause it costs less than a product of the
+    stacked masks with the bits, or a shift per mask (measured)."""
+    packed: Codes = np.packbits(masks, axis=0, bitorder="little")[0]
     return packed
 
 
-# one bit per mask in a byte: the most masks one product packs
-_BITS: Final = np.array([1 << k for k in range(8)], np.uint8)
+# the most masks the bits of one byte hold
+BYTE_BITS: Final = 8
 
 
 def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
