@@ -9,6 +9,7 @@ from typing import Any
 from policyext.cel import COST, DEFAULT_LIMITS, CELError, Timestamp, new_frame
 from policyext.policy.compile import CompiledPolicy
 from policyext.policy.model import LabelSelector
+from policyext.policy.resources import MAPS
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -48,9 +49,9 @@ def policy_applies(policy: CompiledPolicy, pod: Mapping[str, Any], now: Timestam
     name = policy.name
     match = policy.policy.match
     meta = pod.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
+    meta = meta if isinstance(meta, MAPS) else {}
     spec = pod.get("spec")
-    spec = spec if isinstance(spec, Mapping) else {}
+    spec = spec if isinstance(spec, MAPS) else {}
     namespace = str(meta.get("namespace") or "default")
     if match.namespaces is not None and namespace not in match.namespaces:
         return PolicyMatch(name, False, f"namespace {namespace!r} is not in namespaces")
@@ -58,7 +59,7 @@ def policy_applies(policy: CompiledPolicy, pod: Mapping[str, Any], now: Timestam
         return PolicyMatch(name, False, f"namespace {namespace!r} is excluded")
     if match.pod_selector is not None:
         labels = meta.get("labels")
-        if not selector_matches(match.pod_selector, labels if isinstance(labels, Mapping) else {}):
+        if not selector_matches(match.pod_selector, labels if isinstance(labels, MAPS) else {}):
             return PolicyMatch(name, False, "the pod's labels do not match podSelector")
     if match.scheduler_names is not None:
         scheduler = str(spec.get("schedulerName") or DEFAULT_SCHEDULER)

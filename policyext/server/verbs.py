@@ -19,6 +19,7 @@ from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
 from policyext.policy.resources import (
+    MAPS,
     LiveNodeSource,
     NodeInfo,
     node_info_of,
@@ -81,7 +82,7 @@ Ahead = remembered.Ahead[VerbResult]
 
 def pod_id(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata")
-    if not isinstance(meta, Mapping):
+    if not isinstance(meta, MAPS):
         return ""
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
@@ -172,7 +173,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         return None
     for record, version in zip(rows.records(), versions, strict=True):
         held = record.node.get("metadata")
-        if not version or not isinstance(held, Mapping) or held.get("resourceVersion") != version:
+        if not version or not isinstance(held, MAPS) or held.get("resourceVersion") != version:
             return None
     return rows
 
