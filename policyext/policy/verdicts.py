@@ -244,7 +244,8 @@ class Evaluation:
                 for r, mask in self.plain:
                     counted = mask if outside is None else mask & outside
                     t.rejections[r.policy, r.rule] += count(counted)
-            t.errors.update(self.score_errors)
+            if self.score_errors:  # (an empty update still runs Counter's checks)
+                t.errors.update(self.score_errors)
         return self._tally
 
     def feasible_count(self) -> int:
@@ -280,11 +281,12 @@ class Evaluation:
             return None
         self._plain_union = codes != 0  # (what the tally counts next)
         feasible = list(compress(names, (codes == 0).tolist()))
-        filed = _filed_for(plain)
+        refused = codes[rows].tolist()
+        filed = _filed_table(plain, refused)
         failed: dict[str, str] = {}
         away: dict[str, str] = {}
-        for i, code in zip(rows.tolist(), codes[rows].tolist(), strict=True):
-            unresolvable, text = filed(code)
+        for i, code in zip(rows.tolist(), refused, strict=True):
+            unresolvable, text = filed[code]
             (away if unresolvable else failed)[names[i]] = text
         return feasible, failed, away
 
@@ -411,25 +413,47 @@ def _filed_for(plain: list[tuple[Rejection, Mask]]) -> Callable[[int], tuple[boo
     """Where a node with just the plain rejections whose bits are set in a code goes,
     and its message: each code worked out once for these rejections, and kept for the
     next request that has them (the same few rules reject, request after request)."""
+    rejections, known = _filed(plain)
+    get = known.get
+
+    def filed(code: int) -> tuple[bool, str]:
+        found = get(code)
+        if found is None:
+            found = known[code] = _file(rejections, code)
+        return found
+
+    return filed
+
+
+def _filed_table(
+    plain: list[tuple[Rejection, Mask]], codes: list[int]
+) -> dict[int, tuple[bool, str]]:
+    """`_filed_for` as a table holding at least these codes: read without a call per node."""
+    rejections, known = _filed(plain)
+    for code in set(codes).difference(known):
+        known[code] = _file(rejections, code)
+    return known
+
+
+def _filed(
+    plain: list[tuple[Rejection, Mask]],
+) -> tuple[tuple[Rejection, ...], dict[int, tuple[bool, str]]]:
+    """The plain rejections of a request, and the codes worked out for them so far."""
     rejections = tuple(r for r, _ in plain)
     known = _FILED.get(rejections)
     if known is None:
         if len(_FILED) >= _FILED_KEPT:
             _FILED.clear()  # (other policies, or rules that changed their messages)
         known = _FILED[rejections] = {}
-    get = known.get
+    return rejections, known
 
-    def filed(code: int) -> tuple[bool, str]:
-        found = get(code)
-        if found is None:
-            verdict = NodeVerdict("")
-            for bit, rejection in enumerate(rejections):
-                if code >> bit & 1:
-                    _add_rejection(verdict, rejection)
-            found = known[code] = _message_of(verdict)
-        return found
 
-    return filed
+def _file(rejections: tuple[Rejection, ...], code: int) -> tuple[bool, str]:
+    verdict = NodeVerdict("")
+    for bit, rejection in enumerate(rejections):
+        if code >> bit & 1:
+            _add_rejection(verdict, rejection)
+    return _message_of(verdict)
 
 
 # by the plain rejections of a request, in order: where a node with those whose bits are
