@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -94,10 +94,11 @@ class CompiledPolicy:
     variables: tuple[tuple[Variable, CompiledExpression], ...]
     filters: tuple[CompiledFilter, ...]
     scores: tuple[CompiledScore, ...]
+    # the policy's name, read on every request: a field, not a property (a call each time)
+    name: str = field(init=False, compare=False)
 
-    @property
-    def name(self) -> str:
-        return self.policy.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.policy.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,13 +310,14 @@ class _Run:
         self.request = request
         self.nodes = nodes
         self.rows = rows
-        self.frames: list[NodeFrame | None] = [None] * len(nodes)
+        # (the rows' own count: the length of their nodes is two calls of Python)
+        self.count = count = len(rows.names) if rows is not None else len(nodes)
+        self.frames: list[NodeFrame | None] = [None] * count
         self._keys: dict[bool, tuple[list[Hashable], dict[Hashable, int]]] = {}
         self._placements: dict[bool, Placement] = {}
         # evaluate over columns where a rule allows it; the run is then the columns' view
         # of the nodes (columns.Rows)
         self.columns = columns
-        self.count = len(nodes)
         self.budget = request.counters.budget
         self.cost: Costs | None = None
 

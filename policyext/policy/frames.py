@@ -230,10 +230,11 @@ class Request:
         params = self.params.get(id(plan), MISS)
         if params is MISS:
             frame, attempt = self.frames[policy], self.counters.attempt
-            values = [attempt(part, frame) for part in plan.all_parts]
-            params = self.params[id(plan)] = tuple(
-                [v.error if type(v) is Failure else v for v in values]
-            )
+            values: list[object] = []
+            for part in plan.all_parts:  # (a loop: a comprehension is a call of its own)
+                value = attempt(part, frame)
+                values.append(value.error if type(value) is Failure else value)
+            params = self.params[id(plan)] = tuple(values)
         return params
 
 

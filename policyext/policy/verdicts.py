@@ -439,7 +439,7 @@ def _filed(
     plain: list[tuple[Rejection, Mask]],
 ) -> tuple[tuple[Rejection, ...], dict[int, tuple[bool, str]]]:
     """The plain rejections of a request, and the codes worked out for them so far."""
-    rejections = tuple(r for r, _ in plain)
+    rejections = tuple(map(itemgetter(0), plain))
     known = _FILED.get(rejections)
     if known is None:
         if len(_FILED) >= _FILED_KEPT:

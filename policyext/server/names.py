@@ -125,6 +125,9 @@ def _rest(body: bytes, at: int) -> dict[str, Any] | None:
         rest = orjson.loads(body[:at] + b"}")
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(rest, dict) or any(str(k).lower() == "nodenames" for k in rest):
+    if not isinstance(rest, dict):
         return None
+    for key in rest:  # (a loop: a generator resumes once per key)
+        if key.lower() == "nodenames":
+            return None
     return rest
