@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
@@ -702,14 +701,15 @@ def _score(
     totals = np.zeros(len(indices), np.float64)
     weights = 0
     details: list[list[RuleScore]] = [[] for _ in indices] if detail else []
-    errors: Counter[tuple[str, str]] = Counter()
+    errors: dict[tuple[str, str], int] = {}
     for policy in applied:
         for rule in policy.scores:
             spec = rule.rule
             raw, failed = _scores(run, policy.name, rule.compiled, indices)
             if failed:
                 counters.errors += len(failed)
-                errors[policy.name, spec.name] += len(failed)
+                key = (policy.name, spec.name)
+                errors[key] = errors.get(key, 0) + len(failed)
             normalized = _normalize(raw, failed, spec.normalize)
             audit = spec.mode == "Audit"
             if not audit:
@@ -738,7 +738,7 @@ def _score(
         ev.scores = (totals * inverse + 0.5).astype(np.int64).tolist()
     else:
         ev.scores = [0] * len(indices)
-    ev.score_errors = dict(errors)
+    ev.score_errors = errors
     if detail:
         for k, i in enumerate(indices):
             _verdict(ev, i).scores = details[k]

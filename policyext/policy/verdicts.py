@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -106,9 +105,11 @@ class Tally:
     """What an evaluation did, by (policy, rule): for metrics and the decision log."""
 
     infeasible: int = 0
-    rejections: Counter[tuple[str, str]] = field(default_factory=Counter)
-    audits: Counter[tuple[str, str]] = field(default_factory=Counter)
-    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # plain dicts: a Counter's making, its updates and its missing keys are Python-level
+    # calls, on every filter and prioritize call
+    rejections: dict[tuple[str, str], int] = field(default_factory=dict)
+    audits: dict[tuple[str, str], int] = field(default_factory=dict)
+    errors: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -225,17 +226,21 @@ class Evaluation:
         if self._tally is None:
             t = self._tally = Tally()
             t.infeasible = count(self.infeasible())
+            rejections, audits, errors = t.rejections, t.audits, t.errors
             for v in self.own.values():
                 for r in v.rejections:
-                    t.rejections[r.policy, r.rule] += 1
+                    key = (r.policy, r.rule)
+                    rejections[key] = rejections.get(key, 0) + 1
                     if r.error is not None:
-                        t.errors[r.policy, r.rule] += 1
+                        errors[key] = errors.get(key, 0) + 1
                 for r in v.audits:
-                    t.audits[r.policy, r.rule] += 1
+                    key = (r.policy, r.rule)
+                    audits[key] = audits.get(key, 0) + 1
                     if r.error is not None:
-                        t.errors[r.policy, r.rule] += 1
+                        errors[key] = errors.get(key, 0) + 1
                 for r in v.skipped:
-                    t.errors[r.policy, r.rule] += 1
+                    key = (r.policy, r.rule)
+                    errors[key] = errors.get(key, 0) + 1
             if self.plain:
                 outside: Mask | None = None  # the nodes without a verdict of their own
                 if self.own:
@@ -243,9 +248,10 @@ class Evaluation:
                     outside[list(self.own)] = False  # their rejections are counted above
                 for r, mask in self.plain:
                     counted = mask if outside is None else mask & outside
-                    t.rejections[r.policy, r.rule] += count(counted)
-            if self.score_errors:  # (an empty update still runs Counter's checks)
-                t.errors.update(self.score_errors)
+                    key = (r.policy, r.rule)
+                    rejections[key] = rejections.get(key, 0) + count(counted)
+            for key, n in self.score_errors.items():
+                errors[key] = errors.get(key, 0) + n
         return self._tally
 
     def feasible_count(self) -> int:
