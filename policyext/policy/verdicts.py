@@ -455,6 +455,7 @@ def _filed(
 
 
 def _file(rejections: tuple[Rejection, ...], code: int) -> tuple[bool, str]:
+    """Where a node with the rejections whose bits are set in `code` goes, and its message."""
     verdict = NodeVerdict("")
     for bit, rejection in enumerate(rejections):
         if code >> bit & 1:
