@@ -41,7 +41,7 @@ from policyext.cel import (
     placeholder,
     reads,
 )
-from policyext.policy.masks import Mask, every, some
+from policyext.policy.masks import Mask, count, every, some
 from policyext.policy.rows import NOWHERE
 
 # ints are kept as doubles: exact up to 2**53, larger ones are unknown rows
@@ -119,13 +119,24 @@ Value = Scalar | Column
 
 
 class Known:
-    """A column every row of which is known (`decide`): its kind and its values alone."""
+    """A column every row of which is known (`decide`): its kind and its values alone.
+    A bool column may also carry its false rows and whether there are any, when they came
+    at no cost (a quantity test: the rows clearly on the other side), so that a filter
+    is not inverted and counted again (`ColumnPlan.decide`)."""
 
-    __slots__ = ("kind", "values")
+    __slots__ = ("any_false", "false", "kind", "values")
 
-    def __init__(self, kind: type, values: npt.NDArray[Any]) -> None:
+    def __init__(
+        self,
+        kind: type,
+        values: npt.NDArray[Any],
+        false: Mask | None = None,
+        any_false: bool = False,
+    ) -> None:
         self.kind = kind
         self.values = values
+        self.false = false
+        self.any_false = any_false
 
 
 # what `decide` gives when the kept values do not decide every row by themselves
@@ -986,9 +997,14 @@ class _QuantityCompare(_Node):
         if not _scalable(c):
             return UNDECIDED
         less, greater = _sides(target.values, c)
-        if not every(less | greater):
+        fewer, more = count(less), count(greater)
+        if fewer + more != len(less):  # a row in the band, or NaN
             return UNDECIDED
-        return Known(bool, _admitted(less, greater, admits))
+        # every row on one side: the test's false rows are the other sides'
+        refused = (not admits[0], admits[1], not admits[2])
+        false = _admitted(less, greater, refused)
+        any_false = bool((fewer and refused[0]) or (more and refused[2]))
+        return Known(bool, _admitted(less, greater, admits), false, any_false)
 
 
 def _scalable(c: float) -> bool:
@@ -1163,6 +1179,8 @@ class ColumnPlan:
         assert type(value) is Known
         if value.kind is not bool:
             return UNDECIDED
+        if value.false is not None:  # (known already: a quantity test's other side)
+            return value.false if value.any_false else None
         false: Mask = ~value.values
         return false if some(false) else None
 
