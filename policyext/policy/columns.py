@@ -1000,8 +1000,9 @@ class _QuantityCompare(_Node):
         fewer, more = count(less), count(greater)
         if fewer + more != len(less):  # a row in the band, or NaN
             return UNDECIDED
-        # every row on one side: the test's false rows are the other sides'
-        refused = (not admits[0], admits[1], not admits[2])
+        # every row clearly on one side: the test's false rows are those of the sides it
+        # does not admit (no row is on the equal side)
+        refused = (not admits[0], not admits[1], not admits[2])
         false = _admitted(less, greater, refused)
         any_false = bool((fewer and refused[0]) or (more and refused[2]))
         return Known(bool, _admitted(less, greater, admits), false, any_false)
