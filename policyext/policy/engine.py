@@ -274,14 +274,13 @@ def _evaluate(
             name = policy.name
             for rule in policy.filters:
                 # the common case first: the values kept decide every node (a new pod
-                # over nodes seen before), with one rejection for all those it rejects
-                false = _decided(run, name, rule.compiled)
+                # over nodes seen before); else the general path
+                decided = _decided(run, name, rule.compiled)
+                if decided is UNDECIDED:
+                    false, others = _not_true(run, name, rule.compiled)
+                else:
+                    false, others = decided, {}  # type: ignore[assignment]
                 plain = rule.plain
-                if false is not UNDECIDED and plain is not None:
-                    if false is not None:
-                        ev.add_plain(plain, false)  # type: ignore[arg-type]
-                    continue
-                false, others = _not_true(run, name, rule.compiled, false)
                 if false is not None:
                     if plain is not None:
                         ev.add_plain(plain, false)
@@ -404,22 +403,19 @@ def _decided(run: _Run, policy: str, expr: CompiledExpression) -> object:
     """The nodes for which the expression is `false` (a mask, None when none) when the
     values kept decide every node by themselves (ColumnPlan.decide); else UNDECIDED."""
     plan = expr.plan
-    if plan is None or expr.pod_only or plan.columns is None or not run.columns:
+    if plan is None or expr.pod_only or plan.columns is None:
         return UNDECIDED
     params = run.request.plan_params(policy, plan)
-    if type(params) is not tuple or run.timed_out():  # (as _by_columns)
+    if not _by_columns(run, params):
         return UNDECIDED
-    return plan.columns.decide(run, policy, params)
+    return plan.columns.decide(run, policy, params)  # type: ignore[arg-type]
 
 
 def _not_true(
-    run: _Run, policy: str, expr: CompiledExpression, decided: object = UNDECIDED
+    run: _Run, policy: str, expr: CompiledExpression
 ) -> tuple[Mask | None, dict[int, object]]:
     """The nodes for which the expression is not `true`: those for which it is `false`
-    (a mask, None when none), and the others with what it was instead. `decided`: what
-    `_decided` found, when the caller asked it first."""
-    if decided is not UNDECIDED:
-        return decided, {}  # type: ignore[return-value]
+    (a mask, None when none), and the others with what it was instead."""
     request = run.request
     count = run.count
     if expr.pod_only:
