@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter
@@ -321,14 +321,16 @@ class Evaluation:
         codes = _codes([mask for _, mask in plain], rows)
         own = self.own
         if own:  # nodes with verdicts of their own among them: node by node
-            filed_for = _filed_for(plain)
+            refused = list(zip(rows.tolist(), codes.tolist(), strict=True))
+            table = _filed_table(plain, [code for i, code in refused if i not in own])
             return _refusals_of(
-                (names[i], _message_of(own[i]) if i in own else filed_for(code))
-                for i, code in zip(rows.tolist(), codes.tolist(), strict=True)
+                (names[i], _message_of(own[i]) if i in own else table[code]) for i, code in refused
             )
         # the common case: each distinct combination's message, once
         combinations, which = _distinct(codes, len(plain))
-        filed = list(map(_filed_for(plain), combinations.tolist()))
+        distinct = combinations.tolist()
+        table = _filed_table(plain, distinct)
+        filed = [table[code] for code in distinct]
         texts = [text for _, text in filed]
         away = np.array([unresolvable for unresolvable, _ in filed], np.bool_)
         if not some(away):
@@ -415,43 +417,22 @@ def _distinct(codes: Codes, bits: int) -> tuple[Codes, npt.NDArray[np.intp]]:
     return combinations, slot[codes]
 
 
-def _filed_for(plain: list[tuple[Rejection, Mask]]) -> Callable[[int], tuple[bool, str]]:
-    """Where a node with just the plain rejections whose bits are set in a code goes,
-    and its message: each code worked out once for these rejections, and kept for the
-    next request that has them (the same few rules reject, request after request)."""
-    rejections, known = _filed(plain)
-    get = known.get
-
-    def filed(code: int) -> tuple[bool, str]:
-        found = get(code)
-        if found is None:
-            found = known[code] = _file(rejections, code)
-        return found
-
-    return filed
-
-
 def _filed_table(
     plain: list[tuple[Rejection, Mask]], codes: list[int]
 ) -> dict[int, tuple[bool, str]]:
-    """`_filed_for` as a table holding at least these codes: read without a call per node."""
-    rejections, known = _filed(plain)
-    for code in set(codes).difference(known):
-        known[code] = _file(rejections, code)
-    return known
-
-
-def _filed(
-    plain: list[tuple[Rejection, Mask]],
-) -> tuple[tuple[Rejection, ...], dict[int, tuple[bool, str]]]:
-    """The plain rejections of a request, and the codes worked out for them so far."""
+    """Where a node with just the plain rejections whose bits are set in a code goes, and
+    its message, for at least these codes: each code worked out once for these
+    rejections and kept for the next request that has them (the same few rules reject,
+    request after request), so that a reply reads it without a call per node."""
     rejections = tuple(map(itemgetter(0), plain))
     known = _FILED.get(rejections)
     if known is None:
         if len(_FILED) >= _FILED_KEPT:
             _FILED.clear()  # (other policies, or rules that changed their messages)
         known = _FILED[rejections] = {}
-    return rejections, known
+    for code in set(codes).difference(known):
+        known[code] = _file(rejections, code)
+    return known
 
 
 def _file(rejections: tuple[Rejection, ...], code: int) -> tuple[bool, str]:
