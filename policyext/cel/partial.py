@@ -45,17 +45,29 @@ def placeholder(index: int) -> str:
 LOCAL = "@local"
 
 
-def reads(node: ast.Node, enclosing: frozenset[str] = frozenset()) -> set[Read]:
-    """The inputs an expression reads: free identifiers, and `variables.<name>` for a
-    constant field of `variables`. `enclosing` are the variables of the comprehensions the
+# the inputs whose fields `reads` tells apart (as `variables.<name>`) unless told otherwise
+BY_FIELD: frozenset[str] = frozenset({"variables"})
+
+
+def reads(
+    node: ast.Node, enclosing: frozenset[str] = frozenset(), by_field: frozenset[str] = BY_FIELD
+) -> set[Read]:
+    """The inputs an expression reads: free identifiers, and `<input>.<name>` for a
+    constant field of an input of `by_field` (`variables.zone`; with `nodeInfo` among them,
+    `nodeInfo.allocatable`); such an input read otherwise (whole, or by an index) is
+    reported by its name. `enclosing` are the variables of the comprehensions the
     expression sits in: reading one of them is reported as LOCAL."""
     out: set[Read] = set()
-    _collect(node, frozenset(), enclosing, out)
+    _collect(node, frozenset(), enclosing, out, by_field)
     return out
 
 
 def _collect(
-    node: ast.Node, inside: frozenset[str], enclosing: frozenset[str], out: set[Read]
+    node: ast.Node,
+    inside: frozenset[str],
+    enclosing: frozenset[str],
+    out: set[Read],
+    by_field: frozenset[str] = BY_FIELD,
 ) -> None:
     if isinstance(node, ast.Ident):
         if node.name in inside:
@@ -65,32 +77,32 @@ def _collect(
         operand = node.operand
         if (
             isinstance(operand, ast.Ident)
-            and operand.name == "variables"
-            and "variables" not in inside | enclosing
+            and operand.name in by_field
+            and operand.name not in inside | enclosing
         ):
-            out.add(f"variables.{node.field}")
+            out.add(f"{operand.name}.{node.field}")
         else:
-            _collect(operand, inside, enclosing, out)
+            _collect(operand, inside, enclosing, out, by_field)
     elif isinstance(node, ast.Call):
         if node.target is not None:
-            _collect(node.target, inside, enclosing, out)
+            _collect(node.target, inside, enclosing, out, by_field)
         for arg in node.args:
-            _collect(arg, inside, enclosing, out)
+            _collect(arg, inside, enclosing, out, by_field)
     elif isinstance(node, ast.ListLit):
         for element in node.elements:
-            _collect(element, inside, enclosing, out)
+            _collect(element, inside, enclosing, out, by_field)
     elif isinstance(node, ast.MapLit):
         for entry in node.entries:
-            _collect(entry.key, inside, enclosing, out)
-            _collect(entry.value, inside, enclosing, out)
+            _collect(entry.key, inside, enclosing, out, by_field)
+            _collect(entry.value, inside, enclosing, out, by_field)
     elif isinstance(node, ast.StructLit):
         for _, value, _ in node.fields:
-            _collect(value, inside, enclosing, out)
+            _collect(value, inside, enclosing, out, by_field)
     elif isinstance(node, ast.Comprehension):
-        _collect(node.target, inside, enclosing, out)
+        _collect(node.target, inside, enclosing, out, by_field)
         bound = inside | {node.var} | ({node.var2} if node.var2 else set())
         for arg in node.args:
-            _collect(arg, bound, enclosing, out)
+            _collect(arg, bound, enclosing, out, by_field)
 
 
 def split(node: ast.Node, known: Callable[[Read], bool]) -> Split | None:

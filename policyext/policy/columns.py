@@ -1218,10 +1218,7 @@ def make_column_plan(
                 program = cel.compile_tree(node, source, declarations, limits=limits)
             except CELError as e:
                 raise Unsupported(str(e)) from None
-            reads_info = "nodeInfo" in node_reads or any(
-                r.startswith("variables.") for r in node_reads
-            )
-            value = _NodeValue(program, reads_info)
+            value = _NodeValue(program, _reads_pods(node))
             node_values.append(value)
             return value
         if not isinstance(node, cel.ast.Call):
@@ -1253,6 +1250,27 @@ def make_column_plan(
     if not node_values:
         return None
     return ColumnPlan(root, node_values)
+
+
+def _reads_pods(node: cel.ast.Node) -> bool:
+    """Whether a node-only subexpression may change when a pod is bound to its node or
+    leaves it, not only with a new version of the Node: it reads nodeInfo other than what
+    nodeInfo holds of the Node alone, or a variable (which may read nodeInfo). A value that
+    reads only the Node is kept by the Node's version, and stays current while pods come
+    and go (a fits test on `nodeInfo.allocatable` is not evaluated again on every
+    binding)."""
+    for read in reads(node, by_field=_BY_FIELD):
+        if read.startswith("variables."):
+            return True
+        if (read == "nodeInfo" or read.startswith("nodeInfo.")) and read not in _NODE_OWN_INFO:
+            return True
+    return False
+
+
+# what nodeInfo holds of the Node object alone (resources.node_info_of): the same in every
+# version of the node information of one version of the Node
+_NODE_OWN_INFO: Final = frozenset({"nodeInfo.allocatable"})
+_BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
 
 
 def _order_test_of(function: str, left: _Node, right: _Node) -> _QuantityCompare | None:

@@ -476,6 +476,66 @@ def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
     assert third.evaluations == 1 + 1  # only the node that changed is read again
 
 
+# what a binding to node "b" makes the kept columns evaluate again: a value of the Node's
+# own (its allocatable, its labels) stays current; what counts the node's pods does not
+READ_AGAIN_AFTER_A_BINDING: dict[str, tuple[str, int]] = {
+    "allocatable CPU": ("nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0", 0),
+    "allocatable CPU, if present": (
+        "!has(nodeInfo.allocatable) || nodeInfo.allocatable.cpu.compareTo(podRequests.cpu) >= 0",
+        0,
+    ),
+    "a label": (
+        "node.metadata.?labels.?zone.orValue('') != 'x' || podRequests.cpu.isLessThan(quantity('1m'))",
+        0,
+    ),
+    "free CPU": ("nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0", 1),
+    "requested CPU": ("nodeInfo.requested.cpu.compareTo(podRequests.cpu) < 0", 1),
+    "the pod count": ("nodeInfo.podCount < int(podRequests.cpu.asApproximateFloat()) + 2", 1),
+    "whether free is there": (
+        "has(nodeInfo.free) && nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0",
+        2,
+    ),
+    "a variable of the allocatable": (
+        "variables.cpu.compareTo(podRequests.cpu) >= 0",
+        2,  # (the variable, then the value that reads it)
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(READ_AGAIN_AFTER_A_BINDING))
+def test_a_binding_makes_only_what_counts_the_nodes_pods_be_evaluated_again(case: str) -> None:
+    """nodeInfo.allocatable is the Node's own (the same in every version of the node
+    information of one Node version): a value reading only it is kept by the Node's
+    version, and a pod bound to the node does not make it be evaluated again; free,
+    requested, the pods, and a variable (which may read any of them) are."""
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    expression, again = READ_AGAIN_AFTER_A_BINDING[case]
+    policy_set = policies(
+        policy(
+            "p",
+            "variables:\n- {name: cpu, expression: nodeInfo.allocatable.cpu}\n"
+            f'filters:\n- {{name: r, expression: "{expression}"}}\n',
+        )
+    )
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
+    source.replace("pods", [])
+    pod = make_pod(cpu="1500m")
+
+    def run() -> Evaluation:
+        prepared = prepare(policy_set, pod, source, NOW)
+        return prepared.evaluate(source.node_rows(list("abc")))  # type: ignore[arg-type]
+
+    run()
+    assert run().evaluations == 1, "nothing changed: only the pod's side is evaluated"
+    source.apply("pods", "ADDED", _bound("bound", "b", "1"))
+    after = run()
+    assert after.evaluations == 1 + again
+    assert _kept_and_exact(policy_set, pod, source, list("abc")) == (picture(after),) * 2
+
+
 FREE_CPU_AND_ZONE = """
 filters:
 - {name: free-cpu, expression: "nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0"}
