@@ -122,7 +122,7 @@ class Known:
     """A column every row of which is known (`decide`): its kind and its values alone.
     A bool column may also carry its false rows and whether there are any, when they came
     at no cost (a quantity test: the rows clearly on the other side), so that a filter
-    is not inverted and counted again (`ColumnPlan.decide`)."""
+    is not inverted and counted again (the engine's `_decided`)."""
 
     __slots__ = ("any_false", "false", "kind", "values")
 
@@ -302,7 +302,7 @@ class _Node:
         self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
     ) -> object:
         """`run` where it is plain: a Scalar, a Known column, or UNDECIDED (see
-        ColumnPlan.decide). `spent` adds up the most the node values read charged."""
+        ColumnPlan.decided). `spent` adds up the most the node values read charged."""
         return UNDECIDED
 
 
@@ -1150,8 +1150,13 @@ class ColumnPlan:
 
     def decided(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
         """What `run` gives (a Scalar, or a Known column: every row known), when the values
-        kept for the request's rows decide every one by themselves (see `decide`); else
-        UNDECIDED. A score over nodes seen before is answered this way."""
+        kept for the request's rows decide every one by themselves: each current, none
+        unknown, none near the cost budget, and every operator on the way one whose rows
+        all come out known (`&&`, `||`, `!`, `? :`, a comparison the columns make, a
+        quantity clearly on one side of a constant). That is a new pod's filter or score
+        over nodes seen before, answered without the unknown masks, the costs per row and
+        the columns `run` carries for the other cases. UNDECIDED otherwise: `run` then
+        says."""
         for p in params:
             if isinstance(p, CostLimitExceeded):
                 return UNDECIDED
@@ -1160,30 +1165,6 @@ class ColumnPlan:
         if value is UNDECIDED or spent[0] > rows.budget * COST_SHARE:
             return UNDECIDED  # (some row may be near the budget: `run` looks at each)
         return value
-
-    def decide(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
-        """The rows for which the residual is false (None: none), when the values kept for
-        the request's rows decide every one by themselves: each current, none unknown,
-        none near the cost budget, and every operator on the way one whose rows all come
-        out known (`&&`, `||`, `!`, `? :`, a comparison the columns make, a quantity clearly
-        on one side of a constant). That is a new pod's filter over nodes seen before, and
-        it is answered without the unknown masks, the costs per row and the columns `run`
-        carries for the other cases; the values are those `run` would give. UNDECIDED
-        otherwise: `run` then says."""
-        value = self.decided(rows, policy, params)
-        if value is UNDECIDED:
-            return UNDECIDED
-        if type(value) is Scalar:
-            if value.value is True:
-                return None
-            return np.ones(rows.count, np.bool_) if value.value is False else UNDECIDED
-        assert type(value) is Known
-        if value.kind is not bool:
-            return UNDECIDED
-        if value.false is not None:  # (known already: a quantity test's other side)
-            return value.false if value.any_false else None
-        false: Mask = ~value.values
-        return false if some(false) else None
 
 
 def _broadcast(value: Scalar, n: int) -> Column:

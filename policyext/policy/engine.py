@@ -401,14 +401,25 @@ class _Run:
 
 def _decided(run: _Run, policy: str, expr: CompiledExpression) -> object:
     """The nodes for which the expression is `false` (a mask, None when none) when the
-    values kept decide every node by themselves (ColumnPlan.decide); else UNDECIDED."""
+    values kept decide every node by themselves (ColumnPlan.decided); else UNDECIDED."""
     plan = expr.plan
     if plan is None or expr.pod_only or plan.columns is None:
         return UNDECIDED
     params = run.request.plan_params(policy, plan)
-    if not _by_columns(run, params):
+    # (_by_columns's test, inline: this is asked for every filter of every request)
+    if not run.columns or type(params) is not tuple or run.timed_out():
         return UNDECIDED
-    return plan.columns.decide(run, policy, params)  # type: ignore[arg-type]
+    value = plan.columns.decided(run, policy, params)
+    if type(value) is Scalar:
+        if value.value is True:
+            return None
+        return np.ones(run.count, np.bool_) if value.value is False else UNDECIDED
+    if type(value) is not Known or value.kind is not bool:
+        return UNDECIDED
+    if value.false is not None:  # (known already: a quantity test's other side)
+        return value.false if value.any_false else None
+    false: Mask = ~value.values
+    return false if some(false) else None
 
 
 def _not_true(
