@@ -1233,6 +1233,12 @@ def make_column_plan(
     return ColumnPlan(root, node_values)
 
 
+# what nodeInfo holds of the Node object alone (resources.node_info_of): the same in every
+# version of the node information of one version of the Node
+_NODE_OWN_INFO: Final = frozenset({"nodeInfo.allocatable"})
+_BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
+
+
 def _reads_pods(node: cel.ast.Node) -> bool:
     """Whether a node-only subexpression may change when a pod is bound to its node or
     leaves it, not only with a new version of the Node: it reads nodeInfo other than what
@@ -1246,12 +1252,6 @@ def _reads_pods(node: cel.ast.Node) -> bool:
         if (read == "nodeInfo" or read.startswith("nodeInfo.")) and read not in _NODE_OWN_INFO:
             return True
     return False
-
-
-# what nodeInfo holds of the Node object alone (resources.node_info_of): the same in every
-# version of the node information of one version of the Node
-_NODE_OWN_INFO: Final = frozenset({"nodeInfo.allocatable"})
-_BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
 
 
 def _order_test_of(function: str, left: _Node, right: _Node) -> _QuantityCompare | None:
