@@ -1182,9 +1182,12 @@ def make_column_plan(
     declarations: dict[str, cel.Type],
     node_only: Callable[[str], bool],
     limits: cel.Limits | None,
+    pods_variables: frozenset[str] | None = None,
 ) -> ColumnPlan | None:
     """The column plan of a residual whose placeholders `@p0`.. `@p<parts-1>` are the
-    pod-side parts; None when some operator is not one this module evaluates."""
+    pod-side parts; None when some operator is not one this module evaluates.
+    `pods_variables`: the node-only variables whose value may change with the node's pods
+    (None: any variable may)."""
     placeholders = {placeholder(i): i for i in range(parts)}
     node_values: list[_NodeValue] = []
 
@@ -1199,7 +1202,7 @@ def make_column_plan(
                 program = cel.compile_tree(node, source, declarations, limits=limits)
             except CELError as e:
                 raise Unsupported(str(e)) from None
-            value = _NodeValue(program, _reads_pods(node))
+            value = _NodeValue(program, _reads_pods(node, pods_variables))
             node_values.append(value)
             return value
         if not isinstance(node, cel.ast.Call):
@@ -1233,23 +1236,24 @@ def make_column_plan(
     return ColumnPlan(root, node_values)
 
 
-# what nodeInfo holds of the Node object alone (resources.node_info_of): the same in every
-# version of the node information of one version of the Node
-_NODE_OWN_INFO: Final = frozenset({"nodeInfo.allocatable"})
+# the fields of nodeInfo that it holds of the Node object alone (resources.node_info_of):
+# the same in every version of the node information of one version of the Node
+NODE_OWN_INFO: Final = frozenset({"allocatable"})
 _BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
 
 
-def _reads_pods(node: cel.ast.Node) -> bool:
+def _reads_pods(node: cel.ast.Node, pods_variables: frozenset[str] | None) -> bool:
     """Whether a node-only subexpression may change when a pod is bound to its node or
     leaves it, not only with a new version of the Node: it reads nodeInfo other than what
-    nodeInfo holds of the Node alone, or a variable (which may read nodeInfo). A value that
-    reads only the Node is kept by the Node's version, and stays current while pods come
-    and go (a fits test on `nodeInfo.allocatable` is not evaluated again on every
-    binding)."""
+    nodeInfo holds of the Node alone, or a variable that may (`pods_variables`; None: any
+    variable). A value that reads only the Node is kept by the Node's version, and stays
+    current while pods come and go (a fits test on `nodeInfo.allocatable` is not evaluated
+    again on every binding)."""
     for read in reads(node, by_field=_BY_FIELD):
-        if read.startswith("variables."):
+        root, _, field = read.partition(".")  # ("nodeInfo", ""): nodeInfo read whole
+        if root == "nodeInfo" and field not in NODE_OWN_INFO:
             return True
-        if (read == "nodeInfo" or read.startswith("nodeInfo.")) and read not in _NODE_OWN_INFO:
+        if root == "variables" and (pods_variables is None or field in pods_variables):
             return True
     return False
 

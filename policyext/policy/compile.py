@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
+from policyext.policy.columns import NODE_OWN_INFO
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.loader import (
     Document,
@@ -252,6 +253,27 @@ def _node_only_variables(variables: list[tuple[Variable, CompiledExpression]]) -
         if used <= out:
             out.add(variable.name)
     return out
+
+
+def _variables_of_pods(
+    variables: list[tuple[Variable, CompiledExpression]], node_variables: set[str]
+) -> frozenset[str]:
+    """The node-only variables whose value may change when a pod is bound to the node or
+    leaves it: those that read nodeInfo other than what it holds of the Node alone (its
+    allocatable), or such a variable. The others are kept by the Node's version
+    (columns.py). (A node-only variable reads only earlier ones: _node_only_variables.)"""
+    out: set[str] = set()
+    for variable, compiled in variables:
+        if variable.name not in node_variables:
+            continue
+        program = compiled.program
+        if "nodeInfo" in program.opaque_references or any(
+            (root == "nodeInfo" and field not in NODE_OWN_INFO)
+            or (root == "variables" and field in out)
+            for root, field in program.selections
+        ):
+            out.add(variable.name)
+    return frozenset(out)
 
 
 def _issue_order(issue: Issue) -> tuple[str, int, int]:
@@ -509,7 +531,14 @@ class _PolicyCompiler:
 
         try:
             plan = make_plan(
-                expr, program, declarations, known, self.limits, variable_plans, node_only
+                expr,
+                program,
+                declarations,
+                known,
+                self.limits,
+                variable_plans,
+                node_only,
+                _variables_of_pods(variables, node_variables),
             )
         except cel.CELError:  # the whole expression compiled: a part always does too
             plan = None

@@ -119,6 +119,7 @@ def make_plan(
     limits: cel.Limits | None,
     variable_plans: Mapping[str, Plan] | None = None,
     node_only: Callable[[str], bool] | None = None,
+    pods_variables: frozenset[str] | None = None,
 ) -> Plan | None:
     """The plan of an expression that reads the node; None when it only reads the pod (the
     caller evaluates it once per request) or when nothing would be gained.
@@ -130,13 +131,14 @@ def make_plan(
 
     `node_only` says which reads depend on the node alone (`node`, `nodeInfo`, variables
     that read nothing else): subexpressions made of them become the columns of the
-    residual's column plan."""
+    residual's column plan; `pods_variables`, which of those variables may change with the
+    node's pods (columns.py keeps the others by the Node's version)."""
     variables = variable_plans or {}
     tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
     pieces = split(tree, known)
     if pieces is None:
         whole = reads(tree)
-        columns = _columns(tree, 0, expr, declarations, node_only, limits)
+        columns = _columns(tree, 0, expr, declarations, node_only, limits, pods_variables)
         through = _through_variables(whole - NODE_INPUTS, variables)
         if through is None:
             if columns is None:
@@ -154,7 +156,9 @@ def make_plan(
     through = _through_variables(residual_reads - NODE_INPUTS - set(pieces.placeholders), variables)
     # results keyed by the time of the request would never be asked for again
     timed = any("now" in reads(part) for part in pieces.parts)
-    columns = _columns(pieces.residual, len(parts), expr, residual_declarations, node_only, limits)
+    columns = _columns(
+        pieces.residual, len(parts), expr, residual_declarations, node_only, limits, pods_variables
+    )
     if through is None or timed:
         return Plan(parts, residual, False, "nodeInfo" in residual_reads, columns=columns)
     key_parts, info = through
@@ -168,10 +172,13 @@ def _columns(
     declarations: Mapping[str, cel.Type],
     node_only: Callable[[str], bool] | None,
     limits: cel.Limits | None,
+    pods_variables: frozenset[str] | None,
 ) -> ColumnPlan | None:
     if node_only is None:
         return None
-    return make_column_plan(residual, parts, expr.source, dict(declarations), node_only, limits)
+    return make_column_plan(
+        residual, parts, expr.source, dict(declarations), node_only, limits, pods_variables
+    )
 
 
 def _through_variables(

@@ -495,10 +495,15 @@ READ_AGAIN_AFTER_A_BINDING: dict[str, tuple[str, int]] = {
         "has(nodeInfo.free) && nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0",
         2,
     ),
-    "a variable of the allocatable": (
-        "variables.cpu.compareTo(podRequests.cpu) >= 0",
-        2,  # (the variable, then the value that reads it)
+    # a variable counts as what it reads (when evaluated again: the variable, then the
+    # value that reads it)
+    "a variable of the allocatable": ("variables.cpu.compareTo(podRequests.cpu) >= 0", 0),
+    "a variable of a label": (
+        "variables.zone != 'x' || podRequests.cpu.isLessThan(quantity('1m'))",
+        0,
     ),
+    "a variable of free CPU": ("variables.free.compareTo(podRequests.cpu) >= 0", 2),
+    "a variable of a variable of free CPU": ("variables.spare.compareTo(podRequests.cpu) >= 0", 3),
 }
 
 
@@ -507,7 +512,7 @@ def test_a_binding_makes_only_what_counts_the_nodes_pods_be_evaluated_again(case
     """nodeInfo.allocatable is the Node's own (the same in every version of the node
     information of one Node version): a value reading only it is kept by the Node's
     version, and a pod bound to the node does not make it be evaluated again; free,
-    requested, the pods, and a variable (which may read any of them) are."""
+    requested, the pods, and a variable that reads any of them are."""
     from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
 
@@ -515,7 +520,11 @@ def test_a_binding_makes_only_what_counts_the_nodes_pods_be_evaluated_again(case
     policy_set = policies(
         policy(
             "p",
-            "variables:\n- {name: cpu, expression: nodeInfo.allocatable.cpu}\n"
+            "variables:\n"
+            "- {name: cpu, expression: nodeInfo.allocatable.cpu}\n"
+            "- {name: zone, expression: \"node.metadata.?labels.?zone.orValue('')\"}\n"
+            "- {name: free, expression: nodeInfo.free.cpu}\n"
+            "- {name: spare, expression: variables.free}\n"
             f'filters:\n- {{name: r, expression: "{expression}"}}\n',
         )
     )
