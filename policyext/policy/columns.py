@@ -1202,7 +1202,7 @@ def make_column_plan(
                 program = cel.compile_tree(node, source, declarations, limits=limits)
             except CELError as e:
                 raise Unsupported(str(e)) from None
-            value = _NodeValue(program, _reads_pods(node, pods_variables))
+            value = _NodeValue(program, reads_pods(node, pods_variables))
             node_values.append(value)
             return value
         if not isinstance(node, cel.ast.Call):
@@ -1242,7 +1242,7 @@ NODE_OWN_INFO: Final = frozenset({"allocatable"})
 _BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
 
 
-def _reads_pods(node: cel.ast.Node, pods_variables: frozenset[str] | None) -> bool:
+def reads_pods(node: cel.ast.Node, pods_variables: frozenset[str] | None) -> bool:
     """Whether a node-only subexpression may change when a pod is bound to its node or
     leaves it, not only with a new version of the Node: it reads nodeInfo other than what
     nodeInfo holds of the Node alone, or a variable that may (`pods_variables`; None: any

@@ -23,7 +23,7 @@ from typing import Final
 
 from policyext import cel
 from policyext.cel import parse, placeholder, reads, split
-from policyext.policy.columns import ColumnPlan, make_column_plan
+from policyext.policy.columns import ColumnPlan, make_column_plan, reads_pods
 from policyext.policy.model import Expression
 
 # node results kept per set of part values; a new set beyond these drops the oldest
@@ -97,6 +97,8 @@ class Plan:
     parts: tuple[cel.Program, ...]
     residual: cel.Program
     cacheable: bool
+    # its results are kept by the version of the node's information, not the Node's: it
+    # reads nodeInfo beyond what nodeInfo holds of the Node alone
     reads_node_info: bool
     key_parts: tuple[cel.Program, ...] = ()
     # the residual over all nodes at once (columns.py); None: evaluated node by node
@@ -143,9 +145,9 @@ def make_plan(
         if through is None:
             if columns is None:
                 return None  # reads other node-dependent inputs: no cache
-            return Plan((), program, False, "nodeInfo" in whole, columns=columns)
+            return Plan((), program, False, _reads_pods(tree), columns=columns)
         key_parts, info = through
-        return Plan((), program, True, "nodeInfo" in whole or info, key_parts, columns)
+        return Plan((), program, True, _reads_pods(tree) or info, key_parts, columns)
     parts = tuple(
         cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
     )
@@ -160,9 +162,17 @@ def make_plan(
         pieces.residual, len(parts), expr, residual_declarations, node_only, limits, pods_variables
     )
     if through is None or timed:
-        return Plan(parts, residual, False, "nodeInfo" in residual_reads, columns=columns)
+        return Plan(parts, residual, False, _reads_pods(pieces.residual), columns=columns)
     key_parts, info = through
-    return Plan(parts, residual, True, "nodeInfo" in residual_reads or info, key_parts, columns)
+    return Plan(parts, residual, True, _reads_pods(pieces.residual) or info, key_parts, columns)
+
+
+def _reads_pods(tree: cel.ast.Node) -> bool:
+    """Whether an expression's cached results are kept by the version of the node's
+    information rather than the Node's: it reads nodeInfo beyond what nodeInfo holds of the
+    Node alone (columns.reads_pods; the variables it reads say so through their own plans:
+    _through_variables)."""
+    return reads_pods(tree, frozenset())
 
 
 def _columns(
