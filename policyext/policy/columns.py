@@ -24,7 +24,8 @@ import operator
 import threading
 import weakref
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -1238,20 +1239,28 @@ def make_column_plan(
 
 # the fields of nodeInfo that it holds of the Node object alone (resources.node_info_of):
 # the same in every version of the node information of one version of the Node
-NODE_OWN_INFO: Final = frozenset({"allocatable"})
+_NODE_OWN_INFO: Final = frozenset({"allocatable"})
 _BY_FIELD: Final = frozenset({"variables", "nodeInfo"})
 
 
-def reads_pods(node: cel.ast.Node, pods_variables: frozenset[str] | None) -> bool:
+def reads_pods(node: cel.ast.Node, pods_variables: AbstractSet[str] | None) -> bool:
     """Whether a node-only subexpression may change when a pod is bound to its node or
-    leaves it, not only with a new version of the Node: it reads nodeInfo other than what
-    nodeInfo holds of the Node alone, or a variable that may (`pods_variables`; None: any
-    variable). A value that reads only the Node is kept by the Node's version, and stays
-    current while pods come and go (a fits test on `nodeInfo.allocatable` is not evaluated
-    again on every binding)."""
-    for read in reads(node, by_field=_BY_FIELD):
-        root, _, field = read.partition(".")  # ("nodeInfo", ""): nodeInfo read whole
-        if root == "nodeInfo" and field not in NODE_OWN_INFO:
+    leaves it, not only with a new version of the Node (see `fields_read_pods`). A value
+    that reads only the Node is kept by the Node's version, and stays current while pods
+    come and go (a fits test on `nodeInfo.allocatable` is not evaluated again on every
+    binding)."""
+    fields = (read.partition(".")[::2] for read in reads(node, by_field=_BY_FIELD))
+    return fields_read_pods(fields, pods_variables)
+
+
+def fields_read_pods(
+    fields: Iterable[tuple[str, str]], pods_variables: AbstractSet[str] | None
+) -> bool:
+    """Whether reads, as (input, field) pairs (field "": the input read whole), may change
+    with the node's pods: nodeInfo other than what it holds of the Node alone, or a
+    variable that may (`pods_variables`; None: any variable)."""
+    for root, field in fields:
+        if root == "nodeInfo" and field not in _NODE_OWN_INFO:
             return True
         if root == "variables" and (pods_variables is None or field in pods_variables):
             return True

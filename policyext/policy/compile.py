@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
-from policyext.policy.columns import NODE_OWN_INFO
+from policyext.policy.columns import fields_read_pods
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.loader import (
     Document,
@@ -267,11 +267,8 @@ def _variables_of_pods(
         if variable.name not in node_variables:
             continue
         program = compiled.program
-        if "nodeInfo" in program.opaque_references or any(
-            (root == "nodeInfo" and field not in NODE_OWN_INFO)
-            or (root == "variables" and field in out)
-            for root, field in program.selections
-        ):
+        whole = [(name, "") for name in program.opaque_references]
+        if fields_read_pods([*program.selections, *whole], out):
             out.add(variable.name)
     return frozenset(out)
 
