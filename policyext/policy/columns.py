@@ -420,17 +420,11 @@ class _NodeValue(_Node):
         placed = rows.placement(self.reads_info)
         if placed is None:
             return UNDECIDED  # (nodes sent in the request: `run` evaluates them)
-        with self.lock:  # the usual case first: every row current and known, read as it is
-            kept = self.kept
-            if (
-                kept is not None
-                and kept.known
-                and kept.table() is placed.table
-                and len(kept.stamps) == placed.size
-                and kept.current_for(placed)
-            ):
-                spent[0] += kept.most
-                return Known(kept.whole.kind, kept.whole.values[placed.slots])  # type: ignore[union-attr]
+        current = self.current(placed)  # the usual case first
+        if current is not None:
+            kind, values, most = current
+            spent[0] += most
+            return Known(kind, values)
         column, kept = self._kept(rows, policy, placed)
         if not column.decided():
             return UNDECIDED  # (`run` finds the same column kept, and the same unknown rows)
@@ -439,6 +433,23 @@ class _NodeValue(_Node):
         elif column.cost is not None and len(column.cost):
             spent[0] += float(column.cost.max())
         return Known(column.kind, column.values)
+
+    def current(self, placed: Placement) -> tuple[type, npt.NDArray[Any], float] | None:
+        """The kind and values of the request's rows and the most a row charged, read as
+        kept, when every row is current and known; else None (`_kept` then evaluates the
+        rows whose node changed)."""
+        with self.lock:
+            kept = self.kept
+            if (
+                kept is not None
+                and kept.known
+                and kept.table() is placed.table
+                and len(kept.stamps) == placed.size
+                and kept.current_for(placed)
+            ):
+                whole: Column = kept.whole  # type: ignore[assignment]
+                return whole.kind, whole.values[placed.slots], kept.most
+        return None
 
     def _request_column(self, rows: Rows, policy: str) -> Column:
         return _column([self._entry(rows, policy, i) for i in range(rows.count)])
@@ -1128,9 +1139,35 @@ class ColumnPlan:
     """A residual as column operations. `run` gives a Column (or a Scalar) whose unknown
     rows the caller evaluates exactly."""
 
-    def __init__(self, root: _Node, node_values: list[_NodeValue]) -> None:
+    def __init__(self, root: _Node, node_values: list[_NodeValue], parts: int = -1) -> None:
         self.root = root
         self.node_values = node_values
+        # a filter's usual shapes, answered in one step (`false_rows`); `parts`: the
+        # pod-side parts the residual has (-1: not known, no step)
+        self._step = _one_step(root, parts)
+
+    def false_rows(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
+        """The rows for which the residual is `false` (a mask; None when none), when the
+        values kept decide every row by themselves (`decided`); else UNDECIDED. A filter
+        of the usual shapes (a node value; a pod-side part `&&` or `||` a node value; a
+        quantity test of a node value against a pod-side part) is answered in one step,
+        without the walk of the operators `decided` makes."""
+        step = self._step
+        if step is not None:
+            answer = step(rows, params)
+            if answer is not UNDECIDED:
+                return answer
+        value = self.decided(rows, policy, params)
+        if type(value) is Scalar:
+            if value.value is True:
+                return None
+            return np.ones(rows.count, np.bool_) if value.value is False else UNDECIDED
+        if type(value) is not Known or value.kind is not bool:
+            return UNDECIDED
+        if value.false is not None:  # (known already: a quantity test's other side)
+            return value.false if value.any_false else None
+        false: Mask = ~value.values
+        return false if some(false) else None
 
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Column | Scalar:
         """The residual's value per row; rows whose value is not known are `unknown`
@@ -1166,6 +1203,100 @@ class ColumnPlan:
         if value is UNDECIDED or spent[0] > rows.budget * COST_SHARE:
             return UNDECIDED  # (some row may be near the budget: `run` looks at each)
         return value
+
+
+# a filter answered in one step: (rows, params) -> its false rows (None: none), or
+# UNDECIDED when `decided` is to say
+Step = Callable[[Rows, tuple[object, ...]], object]
+
+
+def _one_step(root: _Node, parts: int) -> Step | None:
+    """The one step of a residual of a usual shape that reads every one of its `parts`
+    pod-side parts, or None. Each step answers only what `decided` would answer the same
+    way without evaluating anything (its node value current and known for every row, none
+    near the budget) and leaves every other case to it."""
+    if isinstance(root, _NodeValue) and parts == 0:
+        return _value_step(root)
+    if isinstance(root, _Logical) and len(root.operands) == 2 and parts == 1:
+        param, value = root.operands
+        if isinstance(param, _NodeValue):
+            param, value = value, param
+        if isinstance(param, _Param) and isinstance(value, _NodeValue):
+            return _logical_step(root.is_and, param.index, value)
+    if isinstance(root, _QuantityCompare) and root.admits is not None and parts == 1:
+        target, arg, admits = root.target, root.arg, root.admits
+        if isinstance(target, _Param):
+            target, arg, admits = arg, target, admits[::-1]  # the orders swap
+        if isinstance(target, _NodeValue) and isinstance(arg, _Param):
+            return _test_step(target, arg.index, admits)
+    return None
+
+
+def _current_bools(value: _NodeValue, rows: Rows) -> npt.NDArray[np.bool_] | None:
+    """The request's rows of a bool node value, as `decided` reads them without evaluating
+    (every row current and known, the most a row charged within the budget's share)."""
+    placed = rows.placement(value.reads_info)
+    current = value.current(placed) if placed is not None else None
+    if current is None:
+        return None
+    kind, values, most = current
+    return values if kind is bool and most <= rows.budget * COST_SHARE else None
+
+
+def _value_step(value: _NodeValue) -> Step:
+    def step(rows: Rows, params: tuple[object, ...]) -> object:
+        values = _current_bools(value, rows)
+        if values is None:
+            return UNDECIDED
+        false: Mask = ~values
+        return false if some(false) else None
+
+    return step
+
+
+def _logical_step(is_and: bool, index: int, value: _NodeValue) -> Step:
+    decisive = not is_and  # `true` decides ||, `false` decides &&
+
+    def step(rows: Rows, params: tuple[object, ...]) -> object:
+        p = params[index]
+        if type(p) is not bool:
+            return UNDECIDED  # (an error: `decided` says)
+        values = _current_bools(value, rows)
+        if values is None:
+            return UNDECIDED
+        if p is decisive:
+            return None if decisive else np.ones(rows.count, np.bool_)
+        false: Mask = ~values  # the node value alone decides
+        return false if some(false) else None
+
+    return step
+
+
+def _test_step(target: _NodeValue, index: int, admits: Admits) -> Step:
+    refused = (not admits[0], not admits[1], not admits[2])
+
+    def step(rows: Rows, params: tuple[object, ...]) -> object:
+        constant = params[index]
+        if type(constant) is not Quantity:
+            return UNDECIDED
+        placed = rows.placement(target.reads_info)
+        current = target.current(placed) if placed is not None else None
+        if current is None:
+            return UNDECIDED
+        kind, values, most = current
+        c = constant.approximate_float()
+        if kind is not Quantity or most > rows.budget * COST_SHARE or not _scalable(c):
+            return UNDECIDED
+        less, greater = _sides(values, c)
+        fewer, more = count(less), count(greater)
+        if fewer + more != len(less):
+            return UNDECIDED  # a row in the band, or NaN
+        # every row clearly on one side: the false rows are those of the sides refused
+        if (fewer and refused[0]) or (more and refused[2]):
+            return _admitted(less, greater, refused)
+        return None
+
+    return step
 
 
 def _broadcast(value: Scalar, n: int) -> Column:
@@ -1234,7 +1365,7 @@ def make_column_plan(
         return None
     if not node_values:
         return None
-    return ColumnPlan(root, node_values)
+    return ColumnPlan(root, node_values, parts)
 
 
 # the fields of nodeInfo that it holds of the Node object alone (resources.node_info_of):

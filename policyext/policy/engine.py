@@ -401,7 +401,7 @@ class _Run:
 
 def _decided(run: _Run, policy: str, expr: CompiledExpression) -> object:
     """The nodes for which the expression is `false` (a mask, None when none) when the
-    values kept decide every node by themselves (ColumnPlan.decided); else UNDECIDED."""
+    values kept decide every node by themselves (ColumnPlan.false_rows); else UNDECIDED."""
     plan = expr.plan
     if plan is None or expr.pod_only or plan.columns is None:
         return UNDECIDED
@@ -409,17 +409,7 @@ def _decided(run: _Run, policy: str, expr: CompiledExpression) -> object:
     # (_by_columns's test, inline: this is asked for every filter of every request)
     if not run.columns or type(params) is not tuple or run.timed_out():
         return UNDECIDED
-    value = plan.columns.decided(run, policy, params)
-    if type(value) is Scalar:
-        if value.value is True:
-            return None
-        return np.ones(run.count, np.bool_) if value.value is False else UNDECIDED
-    if type(value) is not Known or value.kind is not bool:
-        return UNDECIDED
-    if value.false is not None:  # (known already: a quantity test's other side)
-        return value.false if value.any_false else None
-    false: Mask = ~value.values
-    return false if some(false) else None
+    return plan.columns.false_rows(run, policy, params)
 
 
 def _not_true(

@@ -955,6 +955,108 @@ def test_a_new_pods_filter_is_decided_by_the_kept_values_alone_and_exactly(
     assert fast.evaluations == (3 + 5 if changed else 3)
 
 
+_CRITICAL = "pod.metadata.?labels.?critical.orValue('') == 'true'"
+_NOT_SPOT = "node.metadata.?labels.?spot.orValue('') != 'true'"
+
+# a filter of one of the shapes answered in one step (ColumnPlan.false_rows), a new pod
+# (critical or not, its CPU) and the nodes of _DECIDE_NODES it passes
+ONE_STEP = {
+    "a node value": (_NOT_SPOT, False, "1", "bcde"),
+    "a pod-side part || a node value, the part deciding": (
+        f"!({_CRITICAL}) || {_NOT_SPOT}",
+        False,
+        "1",
+        "abcde",
+    ),
+    "a pod-side part || a node value, the node deciding": (
+        f"!({_CRITICAL}) || {_NOT_SPOT}",
+        True,
+        "1",
+        "bcde",
+    ),
+    "a node value || a pod-side part": (f"{_NOT_SPOT} || !({_CRITICAL})", True, "1", "bcde"),
+    "a pod-side part && a node value, the part deciding": (
+        f"{_CRITICAL} && {_NOT_SPOT}",
+        False,
+        "1",
+        "",
+    ),
+    "a pod-side part && a node value, the node deciding": (
+        f"{_CRITICAL} && {_NOT_SPOT}",
+        True,
+        "1",
+        "bcde",
+    ),
+    "a node value && a pod-side part": (f"{_NOT_SPOT} && {_CRITICAL}", False, "1", ""),
+    "a quantity test, the node's side first": (
+        "nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0",
+        False,
+        "3",
+        "bce",
+    ),
+    "a quantity test, the pod's side first": (
+        "podRequests.cpu.compareTo(nodeInfo.free.cpu) <= 0",
+        False,
+        "3",
+        "bce",
+    ),
+    "a quantity test that admits the greater side only": (
+        "nodeInfo.free.cpu.isGreaterThan(podRequests.cpu)",
+        False,
+        "5",
+        "ce",
+    ),
+    "a quantity test every node passes": (
+        "nodeInfo.free.cpu.compareTo(podRequests.cpu) > 0",
+        False,
+        "100m",
+        "abcde",
+    ),
+    "a quantity test of the pod's side, that admits the lesser side": (
+        "podRequests.cpu.isLessThan(nodeInfo.free.cpu)",
+        False,
+        "5",
+        "ce",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ONE_STEP))
+def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from policyext.policy import columns
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    expression, critical, cpu, passing = ONE_STEP[case]
+    rule = json.dumps({"filters": [{"name": "r", "expression": expression}]})
+    policy_set = policies(policy("p", rule))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES])
+    source.replace("pods", [])
+    # a critical pod makes every rule read its node value: each kept for the new pod, and
+    # found current for every slot after a few calls without a change (_look_at_every_slot);
+    # its CPU clearly apart from every node's
+    warm = make_pod("warm", labels={"critical": "true"}, cpu="1500m")
+    for _ in range(3):
+        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    walks: list[str] = []
+    decided = columns.ColumnPlan.decided
+
+    def walked(self: columns.ColumnPlan, rows: Any, policy: str, params: Any) -> Any:
+        walks.append(policy)
+        return decided(self, rows, policy, params)
+
+    pod = make_pod("new", labels={"critical": "true"} if critical else None, cpu=cpu)
+    monkeypatch.setattr(columns.ColumnPlan, "decided", walked)
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert walks == []  # every call answered in one step
+    assert ran == []
+    assert picture(fast) == picture(exact)
+    assert "".join(fast.feasible_names()) == passing
+
+
 # what keeps the kept values from deciding a rule's rows by themselves: the full column run
 # then says, and the exact evaluator takes the rows it leaves unknown
 UNDECIDED_BY_KEPT = {
