@@ -281,18 +281,25 @@ class Evaluation:
             return None
         if not plain:
             return list(names), {}, {}
-        codes = _bits_of([mask for _, mask in plain])
-        rows = codes.nonzero()[0]
-        if len(rows) > most:
-            return None
-        self._plain_union = codes != 0  # (what the tally counts next)
-        feasible = list(compress(names, (codes == 0).tolist()))
-        refused = codes[rows].tolist()
-        filed = _filed_table(plain, refused)
+        # each refused node's rejections as the bits of one number, from the masks' own
+        # rows: after a pause, a few calls numpy has made warm already cost less than
+        # stacking the masks into codes for every node
+        codes: dict[int, int] = {}
+        for bit, (_, mask) in enumerate(plain):
+            rows = mask.nonzero()[0]
+            if len(rows) > most:
+                return None
+            flag = 1 << bit
+            for i in rows.tolist():
+                codes[i] = codes.get(i, 0) | flag
+            if len(codes) > most:
+                return None
+        feasible = [name for i, name in enumerate(names) if i not in codes]
+        filed = _filed_table(plain, list(codes.values()))
         failed: dict[str, str] = {}
         away: dict[str, str] = {}
-        for i, code in zip(rows.tolist(), refused, strict=True):
-            unresolvable, text = filed[code]
+        for i in sorted(codes):
+            unresolvable, text = filed[codes[i]]
             (away if unresolvable else failed)[names[i]] = text
         return feasible, failed, away
 

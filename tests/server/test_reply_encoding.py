@@ -244,9 +244,14 @@ spec:
     + r"""  - name: also-quoted
     expression: "!node.metadata.name.startsWith('qq')"
     message: "\"again\""
+  - name: last
+    expression: "!node.metadata.name.startsWith('x')"
+    message: "rejected by the last rule"
 """
 )
-REFUSED = ["qz1", 'qz"2', "qqz3", "uz1", "uz\\2", "quz", "qz-ü", "qqz\x01"]
+# (the last rule's node first: the reply lists the refused nodes in the request's order,
+# not in the order of the rules that refused them)
+REFUSED = ["xz0", "qz1", 'qz"2', "qqz3", "uz1", "uz\\2", "quz", "qz-ü", "qqz\x01"]
 
 
 @pytest.mark.parametrize("most", [0, 3, len(REFUSED) - 1, len(REFUSED), 13, 14, 256])
