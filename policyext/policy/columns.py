@@ -1005,15 +1005,12 @@ class _QuantityCompare(_Node):
             and type(arg.value) is Quantity
         ):
             return UNDECIDED
-        c = arg.value.approximate_float()
-        if not _scalable(c):
-            return UNDECIDED
-        less, greater = _sides(target.values, c)
-        fewer, more = count(less), count(greater)
-        if fewer + more != len(less):  # a row in the band, or NaN
+        clear = _clear_sides(target.values, arg.value.approximate_float())
+        if clear is None:
             return UNDECIDED
         # every row clearly on one side: the test's false rows are those of the sides it
         # does not admit (no row is on the equal side)
+        less, greater, fewer, more = clear
         refused = (not admits[0], not admits[1], not admits[2])
         false = _admitted(less, greater, refused)
         any_false = bool((fewer and refused[0]) or (more and refused[2]))
@@ -1043,6 +1040,19 @@ def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) ->
         for i in close.nonzero()[0].tolist():
             values[i] = admits[target.object_at(i).compare(constant) + 1]
     return Column(bool, values, target.unknown, decided=target._decided)
+
+
+def _clear_sides(a: npt.NDArray[np.float64], c: float) -> tuple[Mask, Mask, int, int] | None:
+    """The rows of approximations `a` clearly less than the constant approximated as `c`,
+    those clearly greater, and how many of each, when every row is clearly on one side;
+    None when a row is in the band or NaN, or the constant too near 0 to tell apart."""
+    if not _scalable(c):
+        return None
+    less, greater = _sides(a, c)
+    fewer, more = count(less), count(greater)
+    if fewer + more != len(less):
+        return None
+    return less, greater, fewer, more
 
 
 def _sides(a: npt.NDArray[np.float64], c: float) -> tuple[Mask, Mask]:
@@ -1284,14 +1294,13 @@ def _test_step(target: _NodeValue, index: int, admits: Admits) -> Step:
         if current is None:
             return UNDECIDED
         kind, values, most = current
-        c = constant.approximate_float()
-        if kind is not Quantity or most > rows.budget * COST_SHARE or not _scalable(c):
+        if kind is not Quantity or most > rows.budget * COST_SHARE:
             return UNDECIDED
-        less, greater = _sides(values, c)
-        fewer, more = count(less), count(greater)
-        if fewer + more != len(less):
-            return UNDECIDED  # a row in the band, or NaN
+        clear = _clear_sides(values, constant.approximate_float())
+        if clear is None:
+            return UNDECIDED
         # every row clearly on one side: the false rows are those of the sides refused
+        less, greater, fewer, more = clear
         if (fewer and refused[0]) or (more and refused[2]):
             return _admitted(less, greater, refused)
         return None
