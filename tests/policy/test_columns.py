@@ -1035,7 +1035,7 @@ def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
     source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
     source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES])
     source.replace("pods", [])
-    # a critical pod makes every rule read its node value: each kept for the new pod, and
+    # a critical pod makes the rule read its node value: kept for the new pod, and
     # found current for every slot after a few calls without a change (_look_at_every_slot);
     # its CPU clearly apart from every node's
     warm = make_pod("warm", labels={"critical": "true"}, cpu="1500m")
