@@ -67,7 +67,7 @@ def _collect(
     inside: frozenset[str],
     enclosing: frozenset[str],
     out: set[Read],
-    by_field: frozenset[str] = BY_FIELD,
+    by_field: frozenset[str],
 ) -> None:
     if isinstance(node, ast.Ident):
         if node.name in inside:

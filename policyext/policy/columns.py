@@ -123,7 +123,7 @@ class Known:
     """A column every row of which is known (`decide`): its kind and its values alone.
     A bool column may also carry its false rows and whether there are any, when they came
     at no cost (a quantity test: the rows clearly on the other side), so that a filter
-    is not inverted and counted again (the engine's `_decided`)."""
+    is not inverted and counted again (`ColumnPlan.false_rows`)."""
 
     __slots__ = ("any_false", "false", "kind", "values")
 
@@ -1149,11 +1149,11 @@ class ColumnPlan:
     """A residual as column operations. `run` gives a Column (or a Scalar) whose unknown
     rows the caller evaluates exactly."""
 
-    def __init__(self, root: _Node, node_values: list[_NodeValue], parts: int = -1) -> None:
+    def __init__(self, root: _Node, node_values: list[_NodeValue], parts: int) -> None:
         self.root = root
         self.node_values = node_values
         # a filter's usual shapes, answered in one step (`false_rows`); `parts`: the
-        # pod-side parts the residual has (-1: not known, no step)
+        # pod-side parts the residual has
         self._step = _one_step(root, parts)
 
     def false_rows(self, rows: Rows, policy: str, params: tuple[object, ...]) -> object:
@@ -1242,20 +1242,21 @@ def _one_step(root: _Node, parts: int) -> Step | None:
     return None
 
 
-def _current_bools(value: _NodeValue, rows: Rows) -> npt.NDArray[np.bool_] | None:
-    """The request's rows of a bool node value, as `decided` reads them without evaluating
-    (every row current and known, the most a row charged within the budget's share)."""
+def _current_values(value: _NodeValue, rows: Rows, kind: type) -> npt.NDArray[Any] | None:
+    """The request's rows of a node value of this kind, as `decided` reads them without
+    evaluating (every row current and known, the most a row charged within the budget's
+    share); None otherwise."""
     placed = rows.placement(value.reads_info)
     current = value.current(placed) if placed is not None else None
     if current is None:
         return None
-    kind, values, most = current
-    return values if kind is bool and most <= rows.budget * COST_SHARE else None
+    found, values, most = current
+    return values if found is kind and most <= rows.budget * COST_SHARE else None
 
 
 def _value_step(value: _NodeValue) -> Step:
     def step(rows: Rows, params: tuple[object, ...]) -> object:
-        values = _current_bools(value, rows)
+        values = _current_values(value, rows, bool)
         if values is None:
             return UNDECIDED
         false: Mask = ~values
@@ -1271,7 +1272,7 @@ def _logical_step(is_and: bool, index: int, value: _NodeValue) -> Step:
         p = params[index]
         if type(p) is not bool:
             return UNDECIDED  # (an error: `decided` says)
-        values = _current_bools(value, rows)
+        values = _current_values(value, rows, bool)
         if values is None:
             return UNDECIDED
         if p is decisive:
@@ -1289,12 +1290,8 @@ def _test_step(target: _NodeValue, index: int, admits: Admits) -> Step:
         constant = params[index]
         if type(constant) is not Quantity:
             return UNDECIDED
-        placed = rows.placement(target.reads_info)
-        current = target.current(placed) if placed is not None else None
-        if current is None:
-            return UNDECIDED
-        kind, values, most = current
-        if kind is not Quantity or most > rows.budget * COST_SHARE:
+        values = _current_values(target, rows, Quantity)
+        if values is None:
             return UNDECIDED
         clear = _clear_sides(values, constant.approximate_float())
         if clear is None:
