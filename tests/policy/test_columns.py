@@ -1057,6 +1057,40 @@ def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
     assert "".join(fast.feasible_names()) == passing
 
 
+# the shapes of ONE_STEP whose node value is not of the kind the step reads (a string
+# where a bool or a quantity is asked for, read through `dyn`): the step leaves them to
+# the walk and the full run, whose answer is the exact evaluator's (an error per node)
+NOT_ONE_STEP = {
+    "a string where a bool is asked for": (
+        f"!({_CRITICAL}) || dyn(node.metadata.?labels.?spot.orValue(''))"
+    ),
+    "a string where a quantity is asked for": (
+        "dyn(node.metadata.?labels.?spot.orValue('')).compareTo(podRequests.cpu) >= 0"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_ONE_STEP))
+def test_a_usual_shape_over_a_value_of_another_kind_is_answered_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    rule = json.dumps({"filters": [{"name": "r", "expression": NOT_ONE_STEP[case]}]})
+    policy_set = policies(policy("p", rule))
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES])
+    source.replace("pods", [])
+    warm = make_pod("warm", labels={"critical": "true"}, cpu="1500m")
+    for _ in range(3):
+        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    pod = make_pod("new", labels={"critical": "true"}, cpu="3")
+    fast, exact, _ = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert picture(fast) == picture(exact)
+    assert fast.feasible_names() == []  # (the exact evaluator errs on every node)
+
+
 # what keeps the kept values from deciding a rule's rows by themselves: the full column run
 # then says, and the exact evaluator takes the rows it leaves unknown
 UNDECIDED_BY_KEPT = {
