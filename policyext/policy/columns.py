@@ -333,6 +333,15 @@ class _Literal(_Node):
         return Scalar(self.value)
 
 
+class _Opaque(_Node):
+    """An operand of `&&` / `||` of an operator the columns do not evaluate: unknown on
+    every row (the exact evaluator's), and deciding nothing. The operands before it may
+    still decide every row (`_Logical.decide`)."""
+
+    def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
+        return _all_unknown(rows)
+
+
 class _NodeValue(_Node):
     """A subexpression that reads only the node (its information, its variables): its
     value per node version, kept over the slots of the node source's table."""
@@ -689,6 +698,7 @@ class _Logical(_Node):
     ) -> object:
         decisive = not self.is_and
         values: npt.NDArray[np.bool_] | None = None
+        last = self.operands[-1]
         for operand in self.operands:
             value = operand.decide(rows, policy, params, spent)
             if type(value) is Scalar:
@@ -703,6 +713,11 @@ class _Logical(_Node):
                 values = value.values
             else:
                 values = values & value.values if self.is_and else values | value.values
+            if operand is not last and (values.all() if decisive else not values.any()):
+                # every row decided by the operands so far: the exact evaluator, left to
+                # right, stops there on each row too (the others are never evaluated, so
+                # nothing they would raise, a spent budget included, can show)
+                return Scalar(decisive)
         return Scalar(not decisive) if values is None else Known(bool, values)
 
 
@@ -1147,11 +1162,18 @@ _QUANTITY_METHODS: Final = frozenset(("compareTo", "isGreaterThan", "isLessThan"
 
 class ColumnPlan:
     """A residual as column operations. `run` gives a Column (or a Scalar) whose unknown
-    rows the caller evaluates exactly."""
+    rows the caller evaluates exactly. A `partial` plan has operands of `&&` / `||` the
+    columns do not evaluate (`_Opaque`): it answers only where the operands before them
+    decide every row (`false_rows`, `decided`), and `run` would leave the rest to the
+    exact evaluator row by row, which the caller does better with its results kept per
+    node version (engine.py)."""
 
-    def __init__(self, root: _Node, node_values: list[_NodeValue], parts: int) -> None:
+    def __init__(
+        self, root: _Node, node_values: list[_NodeValue], parts: int, partial: bool = False
+    ) -> None:
         self.root = root
         self.node_values = node_values
+        self.partial = partial
         # a filter's usual shapes, answered in one step (`false_rows`); `parts`: the
         # pod-side parts the residual has
         self._step = _one_step(root, parts)
@@ -1323,11 +1345,24 @@ def make_column_plan(
     pods_variables: frozenset[str] | None = None,
 ) -> ColumnPlan | None:
     """The column plan of a residual whose placeholders `@p0`.. `@p<parts-1>` are the
-    pod-side parts; None when some operator is not one this module evaluates.
-    `pods_variables`: the node-only variables whose value may change with the node's pods
-    (None: any variable may)."""
+    pod-side parts; None when some operator is not one this module evaluates, but in an
+    operand of `&&` / `||` (then a partial plan: see ColumnPlan). `pods_variables`: the
+    node-only variables whose value may change with the node's pods (None: any variable
+    may)."""
     placeholders = {placeholder(i): i for i in range(parts)}
     node_values: list[_NodeValue] = []
+    partial = False
+
+    def operand(node: cel.ast.Node) -> _Node:
+        """An operand of `&&` / `||`; `_Opaque` for one of an operator not evaluated here."""
+        nonlocal partial
+        values = len(node_values)
+        try:
+            return build(node)
+        except Unsupported:
+            del node_values[values:]  # (of its own subexpressions: never read)
+            partial = True
+            return _Opaque()
 
     def build(node: cel.ast.Node) -> _Node:
         node_reads = reads(node)
@@ -1349,7 +1384,7 @@ def make_column_plan(
         if f in _LOGICAL:
             operands: list[cel.ast.Node] = []
             _flatten(node, f, operands)
-            return _Logical(_LOGICAL[f], [build(o) for o in operands])
+            return _Logical(_LOGICAL[f], [operand(o) for o in operands])
         if f == "!_" and len(args) == 1:
             return _Not(build(args[0]))
         if f == "_?_:_" and len(args) == 3:
@@ -1371,7 +1406,7 @@ def make_column_plan(
         return None
     if not node_values:
         return None
-    return ColumnPlan(root, node_values, parts)
+    return ColumnPlan(root, node_values, parts, partial)
 
 
 # the fields of nodeInfo that it holds of the Node object alone (resources.node_info_of):

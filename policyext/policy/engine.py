@@ -429,8 +429,9 @@ def _not_true(
     plan = expr.plan
     params = None if plan is None else request.plan_params(policy, plan)
     columns = None if plan is None else plan.columns
-    # past the deadline, node by node: every node then fails as it would
-    if columns is not None and _by_columns(run, params):
+    # past the deadline, node by node: every node then fails as it would (and where the
+    # plan is partial: the kept results per node version do better than the columns)
+    if columns is not None and not columns.partial and _by_columns(run, params):
         return _not_true_by_columns(run, policy, expr, columns, params)  # type: ignore[arg-type]
     return _split_false(_not_true_by_node(run, policy, expr, plan, params), count)
 
@@ -515,7 +516,11 @@ def _score_values(
     params = None if plan is None else request.plan_params(policy, plan)
     columns = None if plan is None else plan.columns
     if columns is not None and _by_columns(run, params):
-        return _scores_by_columns(run, policy, expr, columns, params, indices)  # type: ignore[arg-type]
+        if not columns.partial:
+            return _scores_by_columns(run, policy, expr, columns, params, indices)  # type: ignore[arg-type]
+        decided = _decided_scores(run, policy, columns, params, indices)  # type: ignore[arg-type]
+        if decided is not None:
+            return decided
     results = run.cached(plan, params)
     if results is None:
         return [_as_score(run.frame(i).evaluate(policy, expr, params)) for i in indices]
@@ -583,14 +588,9 @@ def _scores_by_columns(
 ) -> list[object] | Scores:
     """`_scores` over all nodes at once, the exact evaluator on the unknown rows."""
     count = len(indices)
-    decided = columns.decided(run, policy, params)
-    if type(decided) is Known and (decided.kind is int or decided.kind is float):
-        # (the common case: the kept values give every row; doubles, ints exact)
-        values = decided.values
-        if count != run.count:
-            values = values[np.asarray(indices, np.intp)]
-        if every(np.isfinite(values)):  # (a NaN or an infinity: the exact evaluator's)
-            return values, {}
+    decided = _decided_scores(run, policy, columns, params, indices)
+    if decided is not None:  # (the common case)
+        return decided
     result = columns.run(run, policy, params)
     if isinstance(result, Scalar):
         value = result.value
@@ -618,6 +618,21 @@ def _scores_by_columns(
                 values[position] = 0.0
                 failed[position] = value
     return values, failed
+
+
+def _decided_scores(
+    run: _Run, policy: str, columns: ColumnPlan, params: tuple[object, ...], indices: list[int]
+) -> Scores | None:
+    """The scores of these nodes when the values kept give every row (`decided`): doubles,
+    ints exact, none a NaN or an infinity (those are the exact evaluator's); else None."""
+    decided = columns.decided(run, policy, params)
+    if type(decided) is Known and (decided.kind is int or decided.kind is float):
+        values = decided.values
+        if len(indices) != run.count:
+            values = values[np.asarray(indices, np.intp)]
+        if every(np.isfinite(values)):
+            return values, {}
+    return None
 
 
 def _as_score(value: object) -> object:

@@ -125,6 +125,10 @@ def atoms() -> st.SearchStrategy[str]:
         st.builds(lambda a: f"{a} in node.metadata.?labels.orValue({{}})", POD_STR),
         st.builds(lambda a: f"{a} in ['a', 'b', pod.metadata.name]", NODE_STR),
         st.builds(lambda a: f"{a} in node.metadata.?annotations.orValue({{}})", POD_STR),
+        # operators the columns do not evaluate, over the pod and the node together: as an
+        # operand of && / ||, a partial plan
+        st.builds(lambda a, b: f"{a}.startsWith({b})", POD_STR, NODE_STR),
+        st.builds(lambda a, b: f"{a}.endsWith({b})", NODE_STR, POD_STR),
     )
 
 
@@ -1167,3 +1171,141 @@ def test_a_new_pods_scores_are_decided_by_the_kept_values_alone_and_exactly(
     assert ran == []  # no score needed the columns' full run
     assert picture(fast) == picture(exact)
     assert len({v.score for v in fast.nodes}) > 1, "the scores tell the nodes apart"
+
+
+_NO_UNTIL = "!node.metadata.?labels[?'until'].hasValue()"
+_UNTIL = "now < timestamp(node.metadata.labels['until'])"  # fails on a node without it
+_TEAM = "node.metadata.?labels[?'team'].orValue('')"
+_OWNS = "pod.metadata.namespace.startsWith(node.metadata.labels['team'])"  # not a column
+
+# `&&` / `||` whose first operands decide every node, before an operand that would fail on
+# every node or that the columns do not evaluate (a partial plan): (the rule, whether it is
+# a score, the nodes' labels, the nodes that pass or their scores)
+PREFIX_DECIDES = {
+    "|| true on every node before an operand failing on every node": (
+        f"{_NO_UNTIL} || {_UNTIL}",
+        False,
+        {},
+        "abc",
+    ),
+    "&& false on every node before an operand failing on every node": (
+        f"!({_NO_UNTIL}) && {_UNTIL}",
+        False,
+        {},
+        "",
+    ),
+    "|| true on every node before an operand the columns do not evaluate": (
+        f"{_TEAM} == '' || {_OWNS}",
+        False,
+        {},
+        "abc",
+    ),
+    "&& false on every node before it, in the condition of a score": (
+        f"{_TEAM} != '' && {_OWNS} ? 10 : 3",
+        True,
+        {},
+        [3, 3, 3],
+    ),
+}
+
+# the same rules where the first operands leave some node undecided: the exact evaluator
+# answers those; (the rule, whether it is a score, the nodes' labels, whether its plan is
+# partial: one of those never takes the columns' full run)
+PREFIX_UNDECIDED = {
+    "|| false on a node whose next operand fails": (
+        f"{_NO_UNTIL} || {_UNTIL}",
+        False,
+        {"b": {"until": "soon"}},
+        False,
+    ),
+    "|| false on nodes an operand the columns do not evaluate decides": (
+        f"{_TEAM} == '' || {_OWNS}",
+        False,
+        {"a": {"team": "sh"}, "b": {"team": "web"}},
+        True,
+    ),
+    "&& true on nodes where it decides a score's condition": (
+        f"{_TEAM} != '' && {_OWNS} ? 10 : 3",
+        True,
+        {"a": {"team": "sh"}, "c": {"team": "web"}},
+        True,
+    ),
+}
+
+
+def _prefix_source(
+    expression: str, score: bool, labels: dict[str, dict[str, str]]
+) -> tuple[PolicySet, ClusterSource]:
+    from tests.policy.helpers import node, policies, policy
+
+    kind = "scores" if score else "filters"
+    rule = json.dumps({kind: [{"name": "r", "expression": expression}]})
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=labels.get(n)) for n in "abc"])
+    source.replace("pods", [])
+    return policies(policy("p", rule)), source
+
+
+def _by_node(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What is answered node by node from now on, where the columns may answer (the exact
+    evaluator, or its results kept per node version): "filter", "kept results"."""
+    from policyext.policy import engine
+
+    asked: list[str] = []
+    cached = engine._Run.cached
+
+    def counted(self: Any, plan: Any, params: Any) -> Any:
+        if self.columns:
+            asked.append("kept results")
+        return cached(self, plan, params)
+
+    not_true = engine._not_true
+
+    def filtered(run: Any, policy: str, expr: Any) -> Any:
+        if run.columns:
+            asked.append("filter")
+        return not_true(run, policy, expr)
+
+    monkeypatch.setattr(engine._Run, "cached", counted)
+    monkeypatch.setattr(engine, "_not_true", filtered)
+    return asked
+
+
+@pytest.mark.parametrize("case", list(PREFIX_DECIDES))
+def test_operands_that_decide_every_node_answer_without_the_operands_after_them(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    expression, score, labels, expected = PREFIX_DECIDES[case]
+    policy_set, source = _prefix_source(expression, score, labels)
+    warm = make_pod("warm", namespace="shop")
+    for _ in range(3):  # the first operands' values kept, and found current on every slot
+        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    asked = _by_node(monkeypatch)
+    pod = make_pod("new", namespace="web")
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert ran == []  # not the columns' full run
+    assert asked == []  # nor node by node
+    assert picture(fast) == picture(exact)
+    if score:
+        assert [v.score for v in fast.nodes] == expected
+    else:
+        assert "".join(fast.feasible_names()) == expected
+
+
+@pytest.mark.parametrize("case", list(PREFIX_UNDECIDED))
+def test_nodes_the_first_operands_leave_undecided_are_answered_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    expression, score, labels, partial = PREFIX_UNDECIDED[case]
+    policy_set, source = _prefix_source(expression, score, labels)
+    warm = make_pod("warm", namespace="shop")
+    pod = make_pod("new", namespace="web")
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert picture(fast) == picture(exact)
+    (rule,) = (*policy_set.policies[0].filters, *policy_set.policies[0].scores)
+    assert rule.compiled.plan.columns.partial is partial
+    assert (ran == []) is partial  # a partial plan's undecided rows: the exact evaluator's
