@@ -1235,15 +1235,19 @@ PREFIX_UNDECIDED = {
 
 def _prefix_source(
     expression: str, score: bool, labels: dict[str, dict[str, str]]
-) -> tuple[PolicySet, ClusterSource]:
+) -> tuple[PolicySet, ClusterSource, dict[str, Any], dict[str, Any]]:
+    """The rule alone, nodes a, b and c with these labels, a pod to keep the values with
+    (namespace shop) and a new pod (namespace web)."""
     from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
 
     kind = "scores" if score else "filters"
     rule = json.dumps({kind: [{"name": "r", "expression": expression}]})
     source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
     source.replace("nodes", [node(n, labels=labels.get(n)) for n in "abc"])
     source.replace("pods", [])
-    return policies(policy("p", rule)), source
+    warm, pod = make_pod("warm", namespace="shop"), make_pod("new", namespace="web")
+    return policies(policy("p", rule)), source, warm, pod
 
 
 def _by_node(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -1275,15 +1279,11 @@ def _by_node(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_operands_that_decide_every_node_answer_without_the_operands_after_them(
     monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    from tests.policy.helpers import pod as make_pod
-
     expression, score, labels, expected = PREFIX_DECIDES[case]
-    policy_set, source = _prefix_source(expression, score, labels)
-    warm = make_pod("warm", namespace="shop")
+    policy_set, source, warm, pod = _prefix_source(expression, score, labels)
     for _ in range(3):  # the first operands' values kept, and found current on every slot
         prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
     asked = _by_node(monkeypatch)
-    pod = make_pod("new", namespace="web")
     fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
     assert ran == []  # not the columns' full run
     assert asked == []  # nor node by node
@@ -1298,12 +1298,8 @@ def test_operands_that_decide_every_node_answer_without_the_operands_after_them(
 def test_nodes_the_first_operands_leave_undecided_are_answered_exactly(
     monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    from tests.policy.helpers import pod as make_pod
-
     expression, score, labels, partial = PREFIX_UNDECIDED[case]
-    policy_set, source = _prefix_source(expression, score, labels)
-    warm = make_pod("warm", namespace="shop")
-    pod = make_pod("new", namespace="web")
+    policy_set, source, warm, pod = _prefix_source(expression, score, labels)
     fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
     assert picture(fast) == picture(exact)
     (rule,) = (*policy_set.policies[0].filters, *policy_set.policies[0].scores)
