@@ -21,12 +21,13 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import AuditSink, HotVerbs
+from policyext.server.hotpath import OK_LABEL, OK_LINE, AuditSink, HotVerbs, LaneAnswer
 from policyext.server.metrics import Metrics
 from policyext.server.statuses import (
     INTERNAL_ERROR,
     UnsupportedMediaType,
     error_body,
+    status_line,
     status_of,
 )
 from policyext.store import PolicyStore
@@ -136,18 +137,47 @@ def create_app(
             "preempt", lambda: verbs.run_preempt(policies, source, args, now(), _deadline(options))
         )
 
+    def bind(args: wire.BindingArgs) -> verbs.VerbResult:
+        if binder is None:
+            message = "this extender has no connection to the Kubernetes API to bind with"
+        else:
+            message = binder.bind(args)
+        return verbs.VerbResult(wire.binding_result(message), None, 1, message)
+
+    # what the direct lane leaves to Flask: other content types, chunked bodies, bad input
     @app.post(f"{prefix}/bind")
     def bind_view() -> Response:
         args = wire.parse_binding_args(body())
+        return timed("bind", lambda: bind(args))
 
-        def run() -> verbs.VerbResult:
-            if binder is None:
-                message = "this extender has no connection to the Kubernetes API to bind with"
-            else:
-                message = binder.bind(args)
-            return verbs.VerbResult(wire.binding_result(message), None, 1, message)
+    def bind_directly(data: bytes) -> LaneAnswer | None:
+        """bind in the worker's direct lane (a thread's: a bind waits on the API server),
+        answered, counted and timed as `bind_view` answers it; None for a body it refuses
+        (Flask then says why)."""
+        if len(data) > options.max_body:
+            return None
+        try:
+            args = wire.parse_binding_args(wire.decode(data))
+        except wire.WireError:
+            return None
+        started = time.perf_counter()
+        try:
+            result = bind(args)
+        except Exception as e:  # a bug: answered as Flask answers it (internal_error)
+            log.exception("unexpected error answering %s %s", "POST", bind_path)
+            status = status_of(e)
+            body = error_body(status, INTERNAL_ERROR)
+            return status_line(status), body, lambda: metrics.count("bind", str(status))
+        seconds = time.perf_counter() - started
 
-        return timed("bind", run)
+        def account() -> None:
+            metrics.observe("bind", result.evaluation, result.nodes, seconds)
+            metrics.count("bind", OK_LABEL)
+
+        return OK_LINE, result.body, account
+
+    bind_path = f"{prefix}/bind"
+    hot.others[bind_path] = bind_directly
 
     @app.post("/explain")
     def explain_view() -> Response:
@@ -215,8 +245,10 @@ def create_app(
     app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     # for what answers outside the application (the HTTP server's refusals, wsgi.py)
     app.extensions["policyext.metrics"] = metrics
-    # the worker's direct lane for plain filter and prioritize calls (server/direct.py)
+    # the worker's direct lane for plain filter, prioritize and bind calls
+    # (server/direct.py); bind waits on the API server: a thread's, never the event loop's
     app.extensions["policyext.direct"] = hot.direct
+    app.extensions["policyext.direct.threads_only"] = frozenset((bind_path,))
     return app
 
 

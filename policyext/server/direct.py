@@ -1,4 +1,4 @@
-"""The direct lane: a plain filter or prioritize call read and answered from memory.
+"""The direct lane: a plain filter, prioritize or bind call read and answered from memory.
 
 kube-scheduler calls filter and prioritize on its serial path, and for a call the reply
 memo answers, gunicorn's per-request machinery (its parser reading again the bytes the

@@ -41,6 +41,9 @@ log = logging.getLogger("policyext.server")
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 Source = LiveNodeSource | None
+# what the direct lane answers a call: its status line, its JSON reply, and what counts and
+# logs it once the reply is sent
+LaneAnswer = tuple[str, bytes, Callable[[], None]]
 Runner = Callable[
     [PolicySet, Source, wire.ExtenderArgs, Timestamp, verbs.Memo | None, float | None],
     verbs.VerbResult,
@@ -97,6 +100,8 @@ class HotVerbs:
         self.names = NamesApart()  # the last NodeNames of each verb, decoded
         self.ahead: verbs.Ahead = verbs.Ahead()  # the prioritize reply worked out ahead
         self.paths = {f"{prefix}/{verb}": verb for verb in RUNNERS}
+        # the direct lane's other paths (bind: server/app.py), each answered by its own entry
+        self.others: dict[str, Callable[[bytes], LaneAnswer | None]] = {}
 
     def answer(self, verb: str, data: bytes) -> bytes:
         """The reply body, counted and logged; WireError for a body that is not the
@@ -199,14 +204,18 @@ class HotVerbs:
 
         return OK, body, count_and_account
 
-    def direct(self, path: str, data: bytes) -> tuple[str, bytes, Callable[[], None]] | None:
+    def direct(self, path: str, data: bytes) -> LaneAnswer | None:
         """The worker's direct lane (server/direct.py): the status line and JSON reply to a
         POST of `data` as application/json to `path`, and what counts and logs it (to be
         called once the reply is sent; after a filter call, it also works out the
         prioritize reply ahead: `decide`), or None when the request is for Flask to answer
-        (another path, a body over the limit or not the protocol's)."""
+        (another path, a body over the limit or not the protocol's). The paths of `others`
+        go to their own entries."""
         verb = self.paths.get(path)
-        if verb is None or len(data) > self.max_body:
+        if verb is None:
+            other = self.others.get(path)
+            return other(data) if other is not None else None
+        if len(data) > self.max_body:
             return None
         try:
             status, body, account = self._reply(verb, path, data, ahead=True)

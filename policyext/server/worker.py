@@ -16,22 +16,24 @@ Idle kept-alive connections wait in the loop as before (gunicorn's keepalive tim
 
 The direct lane: since the requests are read whole, a plain filter or prioritize call
 (`server/direct.py` says which) is answered without gunicorn's parser, WSGI environ and
-Response: its body goes to the application's lane entry (`app.extensions["policyext.direct"]`,
-`HotVerbs.direct`) and the response, written as gunicorn writes that reply, goes out with
-one send. Such a call with a body up to `IN_LOOP_BODY` is answered by the event loop itself,
-the moment it is whole: no thread, no handoff. kube-scheduler calls filter and prioritize
-one at a time on its serial path, and for a NodeNames call handing the request to a thread
-and the connection back to the loop cost more than the answer (measured on 500 nodes, per
-pod: 3.2 against 2.1 ms of worker CPU, 2.0 against 1.4 ms for the filter reply to reach the
-client). It does so while no thread is working: when one is (a NodeList call, a bind
-waiting on the API server, a scrape), the call goes to a thread too, so that the threads
-share the interpreter as gunicorn shares it rather than wait for the loop's answers (50
-concurrent clients: NodeList calls waited up to 1.5 s, against 0.3 s with the threads
-sharing). The loop only answers what is in memory already and never waits for a client: a
-reply the socket does not take whole goes to a thread to send. A larger body (a NodeList of
-hundreds of nodes) goes to a thread like any other request, so that the loop goes on
-accepting and reading meanwhile; there the lane answers it the same way. Requests pipelined
-behind a call are framed on the loop's next turn, after the other connections' events.
+Response: its body goes to the application's lane entry
+(`app.extensions["policyext.direct"]`, `HotVerbs.direct`) and the response, written as
+gunicorn writes that reply, goes out with one send (bind too, but only in a thread:
+`policyext.direct.threads_only`, a bind waits on the API server). A filter or prioritize
+call with a body up to `IN_LOOP_BODY` is answered by the event loop itself, the moment it
+is whole: no thread, no handoff. kube-scheduler calls filter and prioritize one at a time
+on its serial path, and for a NodeNames call handing the request to a thread and the
+connection back to the loop cost more than the answer (measured on 500 nodes, per pod: 3.2
+against 2.1 ms of worker CPU, 2.0 against 1.4 ms for the filter reply to reach the client).
+It does so while no thread is working: when one is (a NodeList call, a bind waiting on the
+API server, a scrape), the call goes to a thread too, so that the threads share the
+interpreter as gunicorn shares it rather than wait for the loop's answers (50 concurrent
+clients: NodeList calls waited up to 1.5 s, against 0.3 s with the threads sharing). The
+loop only answers what is in memory already and never waits for a client: a reply the
+socket does not take whole goes to a thread to send. A larger body (a NodeList of hundreds
+of nodes) goes to a thread like any other request, so that the loop goes on accepting and
+reading meanwhile; there the lane answers it the same way. Requests pipelined behind a call
+are framed on the loop's next turn, after the other connections' events.
 
 The lane is taken only where gunicorn would keep the connection alive and call nothing but
 the application: not when the worker is stopping or at its last request before a restart
@@ -128,6 +130,9 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lane: Lane | None = None  # set once the application is loaded
+        # the lane's paths whose answers wait on something else (bind: the API server):
+        # answered by a thread, never by the event loop
+        self._threads_only: frozenset[str] = frozenset()
         self._reading: dict[Any, _Reading] = {}  # TConn -> its request so far
         # connections given to the threads and not yet back (counted by the event loop,
         # which both gives them and takes them back)
@@ -151,6 +156,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self._lane = self._direct_lane()
+        extensions = getattr(self.wsgi, "extensions", {})
+        self._threads_only = frozenset(extensions.get("policyext.direct.threads_only", ()))
 
     def _direct_lane(self) -> Lane | None:
         """The application's lane entry, when nothing in gunicorn's configuration would
@@ -286,6 +293,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         call = self._heads.find(data)
         if (
             call is None
+            or call.path in self._threads_only
             or (end is not None and call.end != end)
             or call.body_start > self.max_head
             or call.end - call.body_start > min(IN_LOOP_BODY, self.max_body)

@@ -167,3 +167,58 @@ def test_an_unexpected_error_is_a_logged_500_with_a_json_body_as_in_flask(
     assert answers[0] == answers[1]
     assert answers[0][0] == "500 INTERNAL SERVER ERROR"
     assert _counts(metrics)["policyext_requests_total[('code', '500'), ('verb', 'filter')]"] == 2
+
+
+BIND = fixture_bytes("bind.request.json").rstrip()
+
+
+class _Binder:
+    """Answers every bind with `message` ("": bound), or raises (a bug)."""
+
+    def __init__(self, message: str | None) -> None:
+        self.message = message
+
+    def bind(self, args: Any) -> str:
+        if self.message is None:
+            raise RuntimeError("a bug in the binder")
+        return self.message
+
+
+BIND_OUTCOMES = {
+    "bound": ("", 200),
+    "refused": ("pod shop/web is already bound to node general-b, not general-a", 200),
+    "a bug in the binder": (None, 500),
+    "a body that is not the protocol's": ("", 400),
+}
+
+
+def _bind(lane: bool, message: str | None, body: bytes) -> tuple[str, bytes, Any] | None:
+    """A bind call answered by an application of its own: in the direct lane (None when
+    the lane leaves it to Flask) or by Flask alone; its status line, body and counts."""
+    metrics = Metrics(CollectorRegistry())
+    flask_app = create_app(PolicyStore(), None, _Binder(message), metrics, Options(max_body=LIMIT))
+    assert "/bind" in flask_app.extensions["policyext.direct.threads_only"]
+    if not lane:
+        call = Call("bind", path="/bind", body=body)
+        line, _, reply = _answer(lambda e, s: Flask.wsgi_app(flask_app, e, s), call)
+        return line, reply, _counts(metrics)
+    answered = flask_app.extensions["policyext.direct"]("/bind", body)
+    if answered is None:
+        return None
+    line, reply, account = answered
+    account()
+    return line, reply, _counts(metrics)
+
+
+@pytest.mark.parametrize("outcome", list(BIND_OUTCOMES))
+def test_a_bind_in_the_direct_lane_is_answered_and_counted_as_flask_answers_it(
+    outcome: str,
+) -> None:
+    message, status = BIND_OUTCOMES[outcome]
+    body = b'{"PodName": 3}' if status == 400 else BIND
+    in_lane, by_flask = _bind(True, message, body), _bind(False, message, body)
+    assert by_flask is not None and by_flask[0].startswith(str(status))
+    if status == 400:
+        assert in_lane is None  # Flask says what is wrong with it
+    else:
+        assert in_lane == by_flask

@@ -185,6 +185,11 @@ HANDED: dict[str, tuple[bytes, dict[str, Any], int]] = {
     "with the worker stopping": (call("/filter", b"{}"), {"alive": False}, 0),
     "at its last request before a restart": (call("/filter", b"{}"), {"nr": 9}, 0),
     "while a thread works on another request": (call("/filter", b"{}"), {"_working": 1}, 0),
+    "a call the lane answers only in a thread": (
+        call("/bind", b"{}"),
+        {"_threads_only": frozenset({"/bind"})},
+        0,
+    ),
 }
 
 
@@ -201,6 +206,23 @@ def test_any_other_request_goes_to_a_thread_with_its_bytes(
     assert not loop.reading, "the thread has the connection"
     assert len(lane.asked) == asked
     assert loop.received() == b"" and loop.worker.nr == nr
+
+
+def test_a_call_the_lane_answers_only_in_a_thread_is_answered_there_in_the_lane(
+    loops: list[Loop], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bind waits on the API server: never in the event loop, but not gunicorn's way
+    either."""
+    lane = Lane()
+    loop = _loop(loops, lane, _threads_only=frozenset({"/bind"}))
+    loop.send(call("/bind", b"{}"))
+    assert loop.handed == [loop.conn] and lane.asked == []
+    monkeypatch.setattr(ThreadWorker, "handle", lambda self, conn: "gunicorn's way")
+    loop.conn.sock.setblocking(True)
+    assert loop.worker.handle(loop.conn) is True, "answered in the lane, kept alive"
+    assert lane.asked == [("/bind", b"{}")]
+    assert same_reply(loop.received(), "200 OK", b'{"ok": true}')
+    assert lane.accounted == [("/bind", True)]
 
 
 def test_a_call_the_lane_declines_goes_to_a_thread_that_does_not_ask_the_lane_again(
