@@ -156,8 +156,12 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self._lane = self._direct_lane()
+        self._threads_only = self._lane_paths_for_threads()
+
+    def _lane_paths_for_threads(self) -> frozenset[str]:
+        """The lane's paths the application wants answered by a thread only."""
         extensions = getattr(self.wsgi, "extensions", {})
-        self._threads_only = frozenset(extensions.get("policyext.direct.threads_only", ()))
+        return frozenset(extensions.get("policyext.direct.threads_only", ()))
 
     def _direct_lane(self) -> Lane | None:
         """The application's lane entry, when nothing in gunicorn's configuration would

@@ -25,6 +25,7 @@ from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
 from policyext.server import direct
+from policyext.server.app import Options, create_app
 from policyext.server.direct import (
     LARGE_REPLY,
     HeadLimits,
@@ -34,6 +35,7 @@ from policyext.server.direct import (
     send_response,
 )
 from policyext.server.worker import IN_LOOP_BODY, FramingThreadWorker
+from policyext.store import PolicyStore
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
@@ -559,6 +561,17 @@ def test_the_lane_is_taken_only_where_gunicorn_would_call_nothing_but_the_applic
     try:
         worker.wsgi = _App(offered)
         assert (worker._direct_lane() is not None) is taken
+    finally:
+        worker.tmp.close()
+
+
+def test_the_application_has_bind_answered_by_a_thread_of_the_lane_never_by_the_loop() -> None:
+    cfg = Config()
+    worker = FramingThreadWorker(0, 0, [], None, 30, cfg, Logger(cfg))
+    try:
+        worker.wsgi = create_app(PolicyStore(), options=Options(url_prefix="/x"))
+        assert worker._direct_lane() is not None
+        assert worker._lane_paths_for_threads() == {"/x/bind"}
     finally:
         worker.tmp.close()
 
