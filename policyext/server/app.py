@@ -21,7 +21,14 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
-from policyext.server.hotpath import OK_LABEL, OK_LINE, AuditSink, HotVerbs, LaneAnswer
+from policyext.server.hotpath import (
+    OK_LABEL,
+    OK_LINE,
+    AuditSink,
+    HotVerbs,
+    LaneAnswer,
+    unexpected_error,
+)
 from policyext.server.metrics import Metrics
 from policyext.server.statuses import (
     INTERNAL_ERROR,
@@ -164,10 +171,8 @@ def create_app(
         try:
             result = bind(args)
         except Exception as e:  # a bug: answered as Flask answers it (internal_error)
-            log.exception("unexpected error answering %s %s", "POST", bind_path)
-            status = status_of(e)
-            body = error_body(status, INTERNAL_ERROR)
-            return status_line(status), body, lambda: metrics.count("bind", str(status))
+            status, failed = unexpected_error(metrics, "bind", bind_path, e)
+            return status_line(status), failed, lambda: None  # (counted already)
         seconds = time.perf_counter() - started
 
         def account() -> None:

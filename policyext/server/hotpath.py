@@ -192,10 +192,8 @@ class HotVerbs:
         except wire.WireError:
             raise
         except Exception as e:
-            log.exception("unexpected error answering %s %s", "POST", path)
-            status = status_of(e)
-            self.metrics.count(verb, str(status))
-            return status, error_body(status, INTERNAL_ERROR), _nothing
+            status, failed = unexpected_error(self.metrics, verb, path, e)
+            return status, failed, _nothing
         count = self.metrics.count
 
         def count_and_account() -> None:
@@ -254,6 +252,15 @@ class HotVerbs:
             return [body]
 
         return app
+
+
+def unexpected_error(metrics: Metrics, verb: str, path: str, error: Exception) -> tuple[int, bytes]:
+    """The status and JSON body of a call that failed with an unexpected error (a bug),
+    as Flask answers it: logged with its traceback, counted."""
+    log.exception("unexpected error answering %s %s", "POST", path, exc_info=error)
+    status = status_of(error)
+    metrics.count(verb, str(status))
+    return status, error_body(status, INTERNAL_ERROR)
 
 
 def _nothing() -> None:
