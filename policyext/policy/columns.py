@@ -1169,7 +1169,7 @@ class ColumnPlan:
     node version (engine.py)."""
 
     def __init__(
-        self, root: _Node, node_values: list[_NodeValue], parts: int, partial: bool = False
+        self, root: _Node, node_values: list[_NodeValue], parts: int, partial: bool
     ) -> None:
         self.root = root
         self.node_values = node_values
