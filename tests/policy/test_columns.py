@@ -1025,26 +1025,46 @@ ONE_STEP = {
 }
 
 
+def _decide_nodes() -> list[dict[str, Any]]:
+    """The nodes of _DECIDE_NODES, every one Ready (a rule alone does not read that)."""
+    from tests.policy.helpers import node
+
+    return [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES]
+
+
+def _one_rule(rule: dict[str, str], nodes: list[dict[str, Any]]) -> tuple[PolicySet, ClusterSource]:
+    """A policy of this one rule ({"filters": ...} or {"scores": ...}) over these nodes,
+    fed by hand (no API server)."""
+    from tests.policy.helpers import policies, policy
+
+    source = ClusterSource(k8s.ApiClient())
+    source.replace("nodes", nodes)
+    source.replace("pods", [])
+    return policies(policy("p", json.dumps(rule))), source
+
+
+def _keep_values(policy_set: PolicySet, source: ClusterSource, warm: dict[str, Any]) -> None:
+    """The node values the rules read for `warm` kept, and found current for every slot
+    after a few calls without a change (_look_at_every_slot)."""
+    for _ in range(3):
+        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("case", list(ONE_STEP))
 def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
     monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     from policyext.policy import columns
-    from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
 
     expression, critical, cpu, passing = ONE_STEP[case]
-    rule = json.dumps({"filters": [{"name": "r", "expression": expression}]})
-    policy_set = policies(policy("p", rule))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
-    source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES])
-    source.replace("pods", [])
-    # a critical pod makes the rule read its node value: kept for the new pod, and
-    # found current for every slot after a few calls without a change (_look_at_every_slot);
-    # its CPU clearly apart from every node's
+    policy_set, source = _one_rule(
+        {"filters": [{"name": "r", "expression": expression}]}, _decide_nodes()
+    )
+    # a critical pod makes the rule read its node value, kept for the new pod; its CPU
+    # clearly apart from every node's
     warm = make_pod("warm", labels={"critical": "true"}, cpu="1500m")
-    for _ in range(3):
-        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    _keep_values(policy_set, source, warm)
     walks: list[str] = []
     decided = columns.ColumnPlan.decided
 
@@ -1078,17 +1098,13 @@ NOT_ONE_STEP = {
 def test_a_usual_shape_over_a_value_of_another_kind_is_answered_exactly(
     monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
 
-    rule = json.dumps({"filters": [{"name": "r", "expression": NOT_ONE_STEP[case]}]})
-    policy_set = policies(policy("p", rule))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
-    source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c, _ in _DECIDE_NODES])
-    source.replace("pods", [])
+    policy_set, source = _one_rule(
+        {"filters": [{"name": "r", "expression": NOT_ONE_STEP[case]}]}, _decide_nodes()
+    )
     warm = make_pod("warm", labels={"critical": "true"}, cpu="1500m")
-    for _ in range(3):
-        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    _keep_values(policy_set, source, warm)
     pod = make_pod("new", labels={"critical": "true"}, cpu="3")
     fast, exact, _ = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
     assert picture(fast) == picture(exact)
@@ -1238,16 +1254,16 @@ def _prefix_source(
 ) -> tuple[PolicySet, ClusterSource, dict[str, Any], dict[str, Any]]:
     """The rule alone, nodes a, b and c with these labels, a pod to keep the values with
     (namespace shop) and a new pod (namespace web)."""
-    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import node
     from tests.policy.helpers import pod as make_pod
 
     kind = "scores" if score else "filters"
-    rule = json.dumps({kind: [{"name": "r", "expression": expression}]})
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
-    source.replace("nodes", [node(n, labels=labels.get(n)) for n in "abc"])
-    source.replace("pods", [])
+    policy_set, source = _one_rule(
+        {kind: [{"name": "r", "expression": expression}]},
+        [node(n, labels=labels.get(n)) for n in "abc"],
+    )
     warm, pod = make_pod("warm", namespace="shop"), make_pod("new", namespace="web")
-    return policies(policy("p", rule)), source, warm, pod
+    return policy_set, source, warm, pod
 
 
 def _by_node(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -1281,8 +1297,7 @@ def test_operands_that_decide_every_node_answer_without_the_operands_after_them(
 ) -> None:
     expression, score, labels, expected = PREFIX_DECIDES[case]
     policy_set, source, warm, pod = _prefix_source(expression, score, labels)
-    for _ in range(3):  # the first operands' values kept, and found current on every slot
-        prepare(policy_set, warm, source, NOW).evaluate(source.node_rows(source.node_names()))  # type: ignore[arg-type]
+    _keep_values(policy_set, source, warm)  # (the first operands' values)
     asked = _by_node(monkeypatch)
     fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
     assert ran == []  # not the columns' full run
