@@ -542,7 +542,11 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
             f" **{1 - rate / stock_rate:.0%}** of the scheduler's throughput"
         )
         if go_rate and label != GO:
-            line += f" ({rate / go_rate:.2f}x the Go extender's rate)"
+            line += f" ({rate / go_rate:.2f}x the Go extender's rate"
+            paired = paired_ratio(results, label, GO)
+            if paired is not None:
+                line += f"; {paired:.2f}x in the median of the rounds, each against its own"
+            line += ")"
         cpu = cpu_per_pod.get(label)
         if cpu is not None:
             line += f"; extender CPU **{cpu:.2f} ms per pod**"
@@ -565,10 +569,27 @@ def render(results: Sequence[RunResult], settings: Json, machine: dict[str, str]
         " what the protocol alone costs on this machine, and the gap between it and policyext"
         " is what policyext itself costs. *attempt* (a scheduling cycle plus its binding) and"
         " *bind* grow with the binds in flight when the API server is the bottleneck, which is"
-        " why the stock scheduler's are long: they do not limit the rate.\n"
+        " why the stock scheduler's are long: they do not limit the rate. The machine's speed"
+        " drifts over minutes, the Go extender's and policyext's rates alike (each moved by"
+        " half between rounds of one run on the machine of these pages): besides the ratio of"
+        " the medians, each policyext line gives the median of its rounds' own ratios, each"
+        " run against the Go extender's of the same round, a minute apart.\n"
     )
     add(settings.get("notes", ""))
     return "\n".join(out).rstrip() + "\n"
+
+
+def paired_ratio(results: Sequence[RunResult], label: str, other: str) -> float | None:
+    """The median over the rounds of `label`'s rate divided by `other`'s in the same round
+    (None without a round that ran both). The machine's speed drifts over minutes (the same
+    scheduler's rate moved by half between rounds of one run): a ratio taken within a round
+    compares runs made a minute apart, where the ratio of the two medians may compare a
+    fast minute of one with a slow minute of the other."""
+    rates: dict[int, dict[str, float]] = {}
+    for r in results:
+        rates.setdefault(r.round, {})[r.scheduler] = r.pods_per_second
+    ratios = [by[label] / by[other] for by in rates.values() if label in by and by.get(other)]
+    return statistics.median(ratios) if ratios else None
 
 
 # --------------------------------------------------------------------------- main

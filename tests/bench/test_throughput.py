@@ -80,8 +80,38 @@ def test_policyext_is_also_compared_with_the_go_extender_of_the_same_runs() -> N
     page = render(results, SETTINGS, MACHINE)
 
     assert f"{throughput.GO}: **100 pods/s**, the extender costs **50%**" in page
-    assert "costs **75%** of the scheduler's throughput (0.50x the Go extender's rate)" in page
+    assert "costs **75%** of the scheduler's throughput (0.50x the Go extender's rate;" in page
     assert page.count("the Go extender's rate") == 1  # not for the Go extender itself
+
+
+# seconds per round of the Go extender's run and of policyext's: the ratio of the medians
+# (Go 100 pods/s, policyext 50) against the median of each round's own ratio
+PAIRED = {
+    "the machine as fast in every round": ([(10.0, 20.0), (10.0, 20.0), (10.0, 20.0)], 0.50),
+    "a fast round for one, a slow one for the other": (
+        [(10.0, 12.5), (5.0, 20.0), (20.0, 25.0)],
+        0.80,
+    ),
+}
+
+
+@pytest.mark.parametrize(("rounds", "paired"), PAIRED.values(), ids=list(PAIRED))
+def test_policyext_is_compared_with_the_go_extender_round_by_round_too(
+    rounds: list[tuple[float, float]], paired: float
+) -> None:
+    results = []
+    for n, (go, ours) in enumerate(rounds, 1):
+        results += [
+            _run(STOCK, 5.0, n),
+            _run(throughput.GO, go, n),
+            _run(throughput.HEADLINE, ours, n),
+        ]
+
+    page = render(results, SETTINGS, MACHINE)
+
+    assert throughput.paired_ratio(results, throughput.HEADLINE, throughput.GO) == paired
+    expected = f"(0.50x the Go extender's rate; {paired:.2f}x in the median of the rounds"
+    assert expected + ", each against its own)" in page
 
 
 def test_the_cpu_time_of_a_process_group_includes_this_process() -> None:
