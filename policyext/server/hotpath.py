@@ -209,12 +209,12 @@ class HotVerbs:
         prioritize reply ahead: `decide`), or None when the request is for Flask to answer
         (another path, a body over the limit or not the protocol's). The paths of `others`
         go to their own entries."""
+        if len(data) > self.max_body:
+            return None
         verb = self.paths.get(path)
         if verb is None:
             other = self.others.get(path)
             return other(data) if other is not None else None
-        if len(data) > self.max_body:
-            return None
         try:
             status, body, account = self._reply(verb, path, data, ahead=True)
         except wire.WireError:

@@ -189,7 +189,9 @@ BIND_OUTCOMES = {
     "refused": ("pod shop/web is already bound to node general-b, not general-a", 200),
     "a bug in the binder": (None, 500),
     "a body that is not the protocol's": ("", 400),
+    "a body over the limit": ("", 413),
 }
+BIND_BODIES = {400: b'{"PodName": 3}', 413: BIND + b" " * LIMIT}  # (else BIND)
 
 
 def _bind(lane: bool, message: str | None, body: bytes) -> tuple[str, bytes, Any] | None:
@@ -215,10 +217,10 @@ def test_a_bind_in_the_direct_lane_is_answered_and_counted_as_flask_answers_it(
     outcome: str,
 ) -> None:
     message, status = BIND_OUTCOMES[outcome]
-    body = b'{"PodName": 3}' if status == 400 else BIND
+    body = BIND_BODIES.get(status, BIND)
     in_lane, by_flask = _bind(True, message, body), _bind(False, message, body)
     assert by_flask is not None and by_flask[0].startswith(str(status))
-    if status == 400:
+    if status in BIND_BODIES:
         assert in_lane is None  # Flask says what is wrong with it
     else:
         assert in_lane == by_flask
