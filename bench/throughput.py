@@ -38,6 +38,7 @@ import yaml
 
 from bench import policy, targets
 from bench.pods import pending_pods
+from bench.recording import RecordingProxy, merge
 from bench.report import describe_machine
 from bench.workload import GPU_LABEL, GPU_RESOURCE
 from tests.e2e.binaries import KUBERNETES_VERSION, ensure_binaries
@@ -91,10 +92,12 @@ class RunResult:
 class BindWatch:
     """Watches a namespace's pods and notes when each is first seen bound."""
 
-    def __init__(self, client: KubeClient, namespace: str) -> None:
+    def __init__(self, client: KubeClient, namespace: str, keep: bool = False) -> None:
         self.client = client
         self.namespace = namespace
         self.bound: dict[str, float] = {}
+        # with `keep`: each pod as first seen bound, and when (a recording's pod events)
+        self.kept: list[tuple[float, Json]] | None = [] if keep else None
         self._done = threading.Event()
         version = client.get(f"/api/v1/namespaces/{namespace}/pods")["metadata"]
         self._version = str(version["resourceVersion"])
@@ -143,7 +146,9 @@ class BindWatch:
             self._version = str(meta.get("resourceVersion", self._version))
             name = meta.get("name", "")
             if (obj.get("spec") or {}).get("nodeName") and name not in self.bound:
-                self.bound[name] = time.monotonic()
+                self.bound[name] = seen = time.monotonic()
+                if self.kept is not None:
+                    self.kept.append((seen, {"pod": obj}))
 
 
 def cpu_seconds(group: int) -> float:
@@ -370,6 +375,7 @@ def run_once(
     timeout: float,
     extender: Extender | GoExtender | None = None,
     profile: Path | None = None,
+    recorder: tuple[RecordingProxy, Path] | None = None,
 ) -> RunResult:
     slug = "-".join("".join(c if c.isalnum() else " " for c in label.lower()).split())
     namespace = f"bench-{slug}-{int(time.time())}"
@@ -381,7 +387,7 @@ def run_once(
     ]
     document["clientConnection"] = dict(CLIENT_CONNECTION)
     create_pods(admin, namespace, scheduler_name, pods)
-    watch = BindWatch(admin, namespace)
+    watch = BindWatch(admin, namespace, keep=recorder is not None)
     watch.start()
     groups = {
         "kube-apiserver": plane.components["kube-apiserver"],
@@ -423,6 +429,11 @@ def run_once(
         extender_ms=_verb_means(extender) if isinstance(extender, Extender) else {},
         scheduler_ms=phases,
     )
+    if recorder is not None and watch.kept is not None:
+        proxy, path = recorder
+        nodes = admin.get("/api/v1/nodes")["items"]
+        merge(proxy.calls, watch.kept, nodes).write(path)
+        print(f"recorded {len(proxy.calls)} calls and {len(watch.kept)} pods: {path}")
     admin.request(
         "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": "0"}
     )
@@ -627,12 +638,18 @@ def _run_variant(
             args=("--threads", str(args.threads), "--workers", str(args.workers)),
         )
     extender.start(timeout=60)
+    # recording: kube-scheduler calls a proxy that notes each call on its way to policyext
+    proxy = RecordingProxy(extender.url).start() if args.record else None
     try:
-        config = scheduler_config(extender.url, "bench", bind=variant.bind)
+        url = proxy.url if proxy is not None else extender.url
+        config = scheduler_config(url, "bench", bind=variant.bind)
+        recorder = (proxy, args.record) if proxy is not None else None
         return run_once(
-            plane, admin, label, config, args.pods, args.timeout, extender, args.profile
+            plane, admin, label, config, args.pods, args.timeout, extender, args.profile, recorder
         )
     finally:
+        if proxy is not None:
+            proxy.stop()
         extender.stop()
 
 
@@ -660,9 +677,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="with --only: sample policyext with py-spy (installed apart) into FILE",
     )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="with --only and one round of a policyext run: record the calls and the bound pods"
+        " into FILE, for `python -m bench.replay` (bench/recording.py)",
+    )
     args = parser.parse_args(argv)
     if args.profile and not args.only:
         parser.error("--profile goes with --only (the profiler costs CPU the others would see)")
+    if args.record and (
+        not args.only or args.only not in VARIANTS or VARIANTS[args.only].go or args.rounds != 1
+    ):
+        parser.error("--record goes with --only, a policyext run, and --rounds 1")
     if args.render:
         saved = json.loads(Path(args.render).read_text())
         runs = [RunResult(**run) for run in saved["runs"]]

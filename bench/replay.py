@@ -1,0 +1,185 @@
+"""`python -m bench.replay FILE`: a recorded round of the throughput benchmark, replayed in
+process (bench/recording.py says how one is recorded).
+
+Each call goes to the extender's direct lane (`HotVerbs.direct`, what the worker's event
+loop calls) and its bookkeeping after the reply (with, after a filter reply, the
+prioritize reply worked out ahead), each bound pod to the node source's pod watch handler,
+in the recorded order, over a node source loaded with the recorded Nodes. Printed: the CPU
+time of each part per pod (process time, the median of the repetitions), and how many
+replies differ from those kube-scheduler got live. `--sweep MB` writes over that much
+memory before each step, outside the timing: live, the scheduler, the API server and etcd
+run between two calls and leave the caches cold, and a call costs two to three times what
+it costs back to back (docs/architecture.md, "Why it is fast").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from kubernetes import client as k8s
+
+from bench import policy
+from bench.recording import Recording
+from policyext.cluster.cache import ClusterSource
+from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
+from policyext.server.hotpath import DecisionLines, HotVerbs
+from policyext.server.metrics import Metrics
+from policyext.store import PolicyStore
+
+PARTS = ("filter", "after filter", "prioritize", "after prioritize", "pod event")
+MAX_BODY = 64 << 20
+CACHE_LINE = 64
+
+
+@dataclass
+class Pass:
+    """One replay of a recording: CPU seconds per part, and the replies that differed."""
+
+    pods: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
+    calls: int = 0
+    differing: list[str] = field(default_factory=list)  # a line per call answered otherwise
+    replies: list[bytes] = field(default_factory=list)  # this replay's, call by call
+
+    def per_pod_ms(self) -> dict[str, float]:
+        return {part: 1000 * s / max(self.pods, 1) for part, s in self.seconds.items()}
+
+
+def benchmark_policies() -> PolicySet:
+    """The policy of bench/policy.py, as the throughput benchmark serves it."""
+    return load_policy_texts({"benchmark.json": json.dumps(policy.scheduling_policy())})
+
+
+def replay_once(recording: Recording, policies: PolicySet, sweep_mb: int = 0) -> Pass:
+    """Replay `recording` once against a new node source and server state."""
+    store = PolicyStore()
+    store.reload(lambda: policies, "replay")
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
+    source.replace("nodes", orjson.loads(orjson.dumps(recording.nodes)))
+    source.replace("pods", [])
+    hot = HotVerbs(store, source, Metrics(), time.time_ns, MAX_BODY, "")
+    sweep = _sweeper(sweep_mb)
+    clock = time.process_time
+    result = Pass()
+    seconds = result.seconds
+    for step in _encoded(recording):
+        sweep()
+        if "pod" in step:
+            started = clock()
+            source.apply("pods", "ADDED", orjson.loads(step["pod"]))
+            seconds["pod event"] += clock() - started
+            continue
+        path, verb = step["path"], step["path"].rsplit("/", 1)[-1]
+        if verb not in ("filter", "prioritize"):
+            continue  # (bind and preempt go to threads or to Flask, not to the lane)
+        started = clock()
+        answer = hot.direct(path, step["body"])
+        answered = clock()
+        if answer is None:
+            raise ValueError(f"the direct lane declined a recorded call to {path}")
+        _, body, account = answer
+        account()
+        seconds[verb] += answered - started
+        seconds[f"after {verb}"] += clock() - answered
+        result.calls += 1
+        result.pods += verb == "filter"
+        result.replies.append(body)
+        if body != step["reply"]:
+            result.differing.append(f"{path} #{result.calls}: {_first_difference(body, step)}")
+    return result
+
+
+def _encoded(recording: Recording) -> list[dict[str, bytes | str]]:
+    """The steps with their bodies as the server reads them (bytes), encoded before the
+    replay so that none of it is timed."""
+    steps: list[dict[str, bytes | str]] = []
+    for step in recording.steps:
+        if "pod" in step:
+            steps.append({"pod": orjson.dumps(step["pod"])})
+        else:
+            steps.append(
+                {
+                    "path": step["path"],
+                    "body": step["body"].encode(),
+                    "reply": step["reply"].encode(),
+                }
+            )
+    return steps
+
+
+def _first_difference(body: bytes, step: dict[str, bytes | str]) -> str:
+    live = step["reply"]
+    assert isinstance(live, bytes)
+    at = next((i for i, (a, b) in enumerate(zip(body, live, strict=False)) if a != b), None)
+    if at is None:
+        at = min(len(body), len(live))
+    return f"byte {at}: {body[at : at + 40]!r} here, {live[at : at + 40]!r} live"
+
+
+def _sweeper(megabytes: int) -> Callable[[], None]:
+    if megabytes <= 0:
+        return lambda: None
+    memory = bytearray(megabytes << 20)
+    ones = b"\x01" * len(memory[::CACHE_LINE])
+
+    def sweep() -> None:
+        memory[::CACHE_LINE] = ones  # a write to every cache line of it
+
+    return sweep
+
+
+def quiet_decision_log() -> None:
+    """Decision lines written as the server writes them, to nowhere: their cost counts,
+    their text does not matter here."""
+    decisions = logging.getLogger("policyext.decisions")
+    if not decisions.handlers:
+        decisions.addHandler(DecisionLines(open(os.devnull, "w")))  # noqa: SIM115 - for the process
+        decisions.propagate = False
+    decisions.setLevel(logging.INFO)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__)
+    parser.add_argument("recording", type=Path)
+    parser.add_argument(
+        "--rules", type=Path, help="the policies to serve (default: the benchmark policy)"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="replays (default 5)")
+    parser.add_argument(
+        "--sweep", type=int, default=0, metavar="MB", help="memory written before each step"
+    )
+    args = parser.parse_args(argv)
+    recording = Recording.read(args.recording)
+    policies = load_policy_set([args.rules]) if args.rules else benchmark_policies()
+    quiet_decision_log()
+    passes = [replay_once(recording, policies, args.sweep) for _ in range(args.repeat)]
+    for n, one in enumerate(passes, 1):
+        parts = one.per_pod_ms()
+        print(
+            f"replay {n}: {sum(parts.values()):.3f} ms per pod ("
+            + ", ".join(f"{part} {ms:.3f}" for part, ms in parts.items())
+            + f"), {len(one.differing)} of {one.calls} replies differ from the live ones",
+            flush=True,
+        )
+    medians = {p: statistics.median(one.per_pod_ms()[p] for one in passes) for p in PARTS}
+    print(
+        f"median over {len(passes)}: {sum(medians.values()):.3f} ms of CPU per pod ("
+        + ", ".join(f"{part} {ms:.3f}" for part, ms in medians.items())
+        + f"); {passes[0].pods} pods"
+    )
+    for line in passes[0].differing[:5]:
+        print(f"  differs: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
