@@ -6,7 +6,10 @@ every call kube-scheduler made (its path, its body and the reply it got) and eve
 the pod watch brought it once bound, in the order they happened. `python -m bench.replay`
 then feeds the same calls and events to the extender's own code in process, as often as
 wanted, and counts the CPU each part takes: a measure that two versions of the code can be
-compared on within a minute, with the replies checked against the live ones.
+compared on within minutes, with the replies checked against the live ones. The machine's
+own speed still drifts (a tenth from one minute to the next, seen on the benchmark's
+machine), so compare versions alternating, several replays each; but no scheduler, API
+server or etcd shares the cores, as they do in a live round.
 
 `python -m bench.throughput --only "policyext, bench policy" --record FILE` records: a
 proxy between kube-scheduler and the extender notes the calls, the benchmark's own watch
