@@ -8,7 +8,6 @@ a node that just changed) — the worst case.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -61,12 +60,11 @@ def _caller(
 def run_engine_benchmarks(workloads: list[Workload], repeats: int = 30) -> list[EngineTiming]:
     from policyext.cel import Timestamp
     from policyext.cluster.snapshot import SnapshotSource
-    from policyext.policy.compile import load_policy_texts
 
     out: list[EngineTiming] = []
     for w in workloads:
         source = SnapshotSource(snapshot(w)["items"])
-        policy_set = load_policy_texts({"policy.json": json.dumps(policy.scheduling_policy())})
+        policy_set = policy.compiled()
         nodes = list(source.nodes.values())
         names = [n["metadata"]["name"] for n in nodes]
         now = Timestamp(time.time_ns())

@@ -13,12 +13,13 @@ fast but wrong extender cannot post a figure.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from bench.workload import (
     GPU_LABEL,
@@ -26,6 +27,9 @@ from bench.workload import (
     PREFERRED_ZONE_ANNOTATION,
     UNSCHEDULABLE_TAINT,
 )
+
+if TYPE_CHECKING:
+    from policyext.policy.compile import PolicySet
 
 Json = dict[str, Any]
 POLICY_NAME: Final = "benchmark"
@@ -154,6 +158,14 @@ def scheduling_policy() -> Json:
             ],
         },
     }
+
+
+def compiled() -> PolicySet:
+    """The rules compiled by policyext, as its server loads them (the in-process
+    measurements; the servers read `scheduling_policy()` from a file)."""
+    from policyext.policy.compile import load_policy_texts  # (the reference needs none of it)
+
+    return load_policy_texts({"benchmark.json": json.dumps(scheduling_policy())})
 
 
 # --- the reference semantics -----------------------------------------------------------

@@ -23,7 +23,6 @@ import http.server
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,6 @@ class Recording:
 
     nodes: list[Json]
     steps: list[Json] = field(default_factory=list)
-
-    def calls(self) -> Iterator[Json]:
-        return (s for s in self.steps if "path" in s)
 
     def write(self, path: Path) -> None:
         """One JSON object per line: the nodes first, then each step."""

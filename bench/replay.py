@@ -15,7 +15,6 @@ it costs back to back (docs/architecture.md, "Why it is fast").
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import statistics
@@ -30,7 +29,7 @@ from kubernetes import client as k8s
 from bench import policy
 from bench.recording import Recording
 from policyext.cluster.cache import ClusterSource
-from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
+from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.server.hotpath import DecisionLines, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
@@ -52,11 +51,6 @@ class Pass:
 
     def per_pod_ms(self) -> dict[str, float]:
         return {part: 1000 * s / max(self.pods, 1) for part, s in self.seconds.items()}
-
-
-def benchmark_policies() -> PolicySet:
-    """The policy of bench/policy.py, as the throughput benchmark serves it."""
-    return load_policy_texts({"benchmark.json": json.dumps(policy.scheduling_policy())})
 
 
 def replay_once(recording: Recording, policies: PolicySet, sweep_mb: int = 0) -> Pass:
@@ -159,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     recording = Recording.read(args.recording)
-    policies = load_policy_set([args.rules]) if args.rules else benchmark_policies()
+    policies = load_policy_set([args.rules]) if args.rules else policy.compiled()
     quiet_decision_log()
     passes = [replay_once(recording, policies, args.sweep) for _ in range(args.repeat)]
     for n, one in enumerate(passes, 1):

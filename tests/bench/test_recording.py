@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bench import throughput
+from bench import policy, throughput
 from bench.recording import Recording, RecordingProxy, merge
-from bench.replay import PARTS, benchmark_policies, replay_once
+from bench.replay import PARTS, replay_once
 
 Json = dict[str, Any]
 
@@ -152,7 +152,7 @@ def test_the_proxy_passes_each_call_on_and_notes_it_with_its_reply(upstream: str
 
 
 def test_a_replay_applies_the_bound_pods_between_the_calls_and_checks_every_reply() -> None:
-    policies = benchmark_policies()
+    policies = policy.compiled()
     first = replay_once(_round(), policies)  # the recording's replies are empty: all differ
     assert (first.calls, first.pods, len(first.differing)) == (4, 2, 4)
     assert set(first.seconds) == set(PARTS)
