@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from bench import policy, throughput
+from bench import policy, replay, throughput
 from bench.recording import Recording, RecordingProxy, merge
 from bench.replay import PARTS, replay_once
 
@@ -180,3 +180,20 @@ def test_only_one_round_of_one_policyext_run_is_recorded(
         throughput.main(argv)
     assert stopped.value.code == 2
     assert "--record goes with --only, a policyext run, and --rounds 1" in capsys.readouterr().err
+
+
+def test_the_replay_command_prints_the_cpu_per_pod_and_the_replies_that_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answered = replay_once(_round(), policy.compiled())
+    path = tmp_path / "round.jsonl"
+    recording = _with_replies(_round(), answered.replies)
+    recording.steps[-1] = {**recording.steps[-1], "reply": "[]"}  # not what it answers
+    recording.write(path)
+
+    assert replay.main([str(path), "--repeat", "2", "--sweep", "1"]) == 0
+
+    out = capsys.readouterr().out
+    assert out.count("1 of 4 replies differ from the live ones") == 2  # a line per replay
+    assert "ms of CPU per pod (filter " in out and "; 2 pods" in out
+    assert "differs: /prioritize #4: byte 1:" in out  # (both begin with "[")
