@@ -10,6 +10,14 @@ replies differ from those kube-scheduler got live. `--sweep MB` writes over that
 memory before each step, outside the timing: live, the scheduler, the API server and etcd
 run between two calls and leave the caches cold, and a call costs two to three times what
 it costs back to back (docs/architecture.md, "Why it is fast").
+
+`--instructions` counts instead of timing: the replay runs twice under valgrind's
+cachegrind (without its cache simulation), once for the first fifth of the steps and once
+for all of them, and the difference of the two counts, divided by the pods of the last four
+fifths, is the instructions per pod. The count does not drift with the machine's speed as
+CPU time does, so two versions of the code can be compared from one run each; it does not
+see what a cold cache costs (live, most of a call's time), so a change is still confirmed
+by the timings.
 """
 
 from __future__ import annotations
@@ -17,7 +25,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,8 +65,11 @@ class Pass:
         return {part: 1000 * s / max(self.pods, 1) for part, s in self.seconds.items()}
 
 
-def replay_once(recording: Recording, policies: PolicySet, sweep_mb: int = 0) -> Pass:
-    """Replay `recording` once against a new node source and server state."""
+def replay_once(
+    recording: Recording, policies: PolicySet, sweep_mb: int = 0, steps: int | None = None
+) -> Pass:
+    """Replay `recording` once against a new node source and server state (its first
+    `steps` steps only, when given)."""
     store = PolicyStore()
     store.reload(lambda: policies, "replay")
     source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
@@ -65,7 +80,7 @@ def replay_once(recording: Recording, policies: PolicySet, sweep_mb: int = 0) ->
     clock = time.process_time
     result = Pass()
     seconds = result.seconds
-    for step in _encoded(recording):
+    for step in _encoded(recording)[:steps]:
         sweep()
         if "pod" in step:
             started = clock()
@@ -131,6 +146,58 @@ def _sweeper(megabytes: int) -> Callable[[], None]:
     return sweep
 
 
+# cachegrind's summary line of the instructions executed ("I   refs:      317,662,326")
+INSTRUCTIONS_LINE = re.compile(rb"I\s+refs:\s+([\d,]+)")
+
+
+def instructions_per_pod(
+    path: Path, recording: Recording, rules: Path | None, valgrind: str
+) -> tuple[float, int]:
+    """The instructions per pod of the last four fifths of the recording's steps, and those
+    pods: the difference of two runs under cachegrind (see the module's doc). Both run with
+    the same hash seed and without threads beside the replay, so that their common part
+    (starting, reading the recording, the first fifth) executes the same instructions."""
+    warm = len(recording.steps) // 5
+    pods = sum(str(step.get("path", "")).endswith("/filter") for step in recording.steps[warm:])
+    if pods == 0:
+        raise SystemExit(f"{path}: no filter call after the first fifth of its steps")
+    first, both = (_instructions(valgrind, path, rules, n) for n in (warm, len(recording.steps)))
+    return (both - first) / pods, pods
+
+
+def _instructions(valgrind: str, path: Path, rules: Path | None, steps: int) -> int:
+    command = [
+        valgrind,
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        "-m",
+        "bench.replay",
+        str(path.resolve()),
+        "--repeat",
+        "1",
+        "--steps",
+        str(steps),
+    ]
+    if rules is not None:
+        command += ["--rules", str(rules.resolve())]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[1],  # where `-m bench.replay` is found
+        # numpy's OpenBLAS starts a thread per core at import, which spins for a time
+        # that varies (16 million instructions between two runs): one thread, none spins
+        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
+    )
+    counted = INSTRUCTIONS_LINE.findall(done.stderr)
+    if done.returncode != 0 or not counted:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
+        raise SystemExit("the replay under valgrind failed: " + " / ".join(tail))
+    return int(counted[-1].replace(b",", b""))
+
+
 def quiet_decision_log() -> None:
     """Decision lines written as the server writes them, to nowhere: their cost counts,
     their text does not matter here."""
@@ -151,11 +218,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sweep", type=int, default=0, metavar="MB", help="memory written before each step"
     )
+    parser.add_argument("--steps", type=int, help="replay the first STEPS steps only")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions per pod under valgrind instead of timing",
+    )
     args = parser.parse_args(argv)
     recording = Recording.read(args.recording)
+    if args.instructions:
+        valgrind = shutil.which("valgrind")
+        if valgrind is None:
+            parser.error("--instructions needs valgrind on the PATH")
+        per_pod, pods = instructions_per_pod(args.recording, recording, args.rules, valgrind)
+        print(f"{per_pod:,.0f} instructions per pod (the last {pods} pods of the recording)")
+        return 0
     policies = load_policy_set([args.rules]) if args.rules else policy.compiled()
     quiet_decision_log()
-    passes = [replay_once(recording, policies, args.sweep) for _ in range(args.repeat)]
+    passes = [replay_once(recording, policies, args.sweep, args.steps) for _ in range(args.repeat)]
     for n, one in enumerate(passes, 1):
         parts = one.per_pod_ms()
         print(

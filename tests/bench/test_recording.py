@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,3 +199,56 @@ def test_the_replay_command_prints_the_cpu_per_pod_and_the_replies_that_differ(
     assert out.count("1 of 4 replies differ from the live ones") == 2  # a line per replay
     assert "ms of CPU per pod (filter " in out and "; 2 pods" in out
     assert "differs: /prioritize #4: byte 1:" in out  # (both begin with "[")
+
+
+def test_a_replay_of_the_first_steps_stops_after_them() -> None:
+    partial = replay_once(_round(), policy.compiled(), steps=2)
+    assert (partial.calls, partial.pods) == (2, 1)  # the first pod's filter and prioritize
+
+
+def _busy_round(pods: int) -> Recording:
+    """`pods` pods of one CPU each, filtered, prioritized and bound in turn, on two nodes
+    with room for all of them."""
+    nodes = [_node("node-a"), _node("node-b")]
+    for node in nodes:
+        node["status"]["allocatable"]["cpu"] = str(pods)
+    steps: list[Json] = []
+    for i in range(pods):
+        name = f"pod-{i}"
+        steps += [
+            _call("filter", _pod(name), ["node-a", "node-b"]),
+            _call("prioritize", _pod(name), ["node-a", "node-b"]),
+            {"pod": _pod(name, "node-a" if i % 2 else "node-b")},
+        ]
+    return Recording(nodes, steps)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_the_instruction_count_is_per_pod_of_the_steps_after_the_first_fifth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "round.jsonl"
+    _busy_round(10).write(path)  # 30 steps: the first 6 are the common part
+
+    assert replay.main([str(path), "--instructions"]) == 0
+
+    out = capsys.readouterr().out
+    counted = re.fullmatch(
+        r"([\d,]+) instructions per pod \(the last 8 pods of the recording\)\n", out
+    )
+    assert counted is not None, out
+    # a filter, a prioritize and an event over two nodes: far more than nothing, far less
+    # than the interpreter's start (about a billion, in both runs: it cancels out)
+    assert 10_000 < int(counted.group(1).replace(",", "")) < 20_000_000
+
+
+def test_counting_instructions_without_valgrind_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "round.jsonl"
+    _round().write(path)
+    monkeypatch.setattr(replay.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit) as stopped:
+        replay.main([str(path), "--instructions"])
+    assert stopped.value.code == 2
+    assert "--instructions needs valgrind on the PATH" in capsys.readouterr().err
