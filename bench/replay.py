@@ -161,11 +161,30 @@ def instructions_per_pod(
     pods = sum(str(step.get("path", "")).endswith("/filter") for step in recording.steps[warm:])
     if pods == 0:
         raise SystemExit(f"{path}: no filter call after the first fifth of its steps")
-    first, both = (_instructions(valgrind, path, rules, n) for n in (warm, len(recording.steps)))
+    first, both = count_instructions(valgrind, path, rules, [warm, len(recording.steps)])
     return (both - first) / pods, pods
 
 
-def _instructions(valgrind: str, path: Path, rules: Path | None, steps: int) -> int:
+def count_instructions(
+    valgrind: str, path: Path, rules: Path | None, steps: Sequence[int]
+) -> list[int]:
+    """The instructions of a replay of the first n steps, for each n of `steps`: each its
+    own process under cachegrind, all at once (a count does not depend on what else runs)."""
+    runs = [_under_valgrind(valgrind, path, rules, n) for n in steps]
+    counts = []
+    for run in runs:
+        _, stderr = run.communicate()
+        counted = INSTRUCTIONS_LINE.findall(stderr)
+        if run.returncode != 0 or not counted:
+            tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
+            raise SystemExit("the replay under valgrind failed: " + " / ".join(tail))
+        counts.append(int(counted[-1].replace(b",", b"")))
+    return counts
+
+
+def _under_valgrind(
+    valgrind: str, path: Path, rules: Path | None, steps: int
+) -> subprocess.Popen[bytes]:
     command = [
         valgrind,
         "--tool=cachegrind",
@@ -182,20 +201,15 @@ def _instructions(valgrind: str, path: Path, rules: Path | None, steps: int) -> 
     ]
     if rules is not None:
         command += ["--rules", str(rules.resolve())]
-    done = subprocess.run(
+    return subprocess.Popen(
         command,
-        capture_output=True,
-        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         cwd=Path(__file__).resolve().parents[1],  # where `-m bench.replay` is found
         # numpy's OpenBLAS starts a thread per core at import, which spins for a time
         # that varies (16 million instructions between two runs): one thread, none spins
         env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
     )
-    counted = INSTRUCTIONS_LINE.findall(done.stderr)
-    if done.returncode != 0 or not counted:
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
-        raise SystemExit("the replay under valgrind failed: " + " / ".join(tail))
-    return int(counted[-1].replace(b",", b""))
 
 
 def quiet_decision_log() -> None:

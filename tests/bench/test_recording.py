@@ -238,8 +238,18 @@ def test_the_instruction_count_is_per_pod_of_the_steps_after_the_first_fifth(
     )
     assert counted is not None, out
     # a filter, a prioritize and an event over two nodes: far more than nothing, far less
-    # than the interpreter's start (about a billion, in both runs: it cancels out)
+    # than the interpreter's start (billions, in both runs: the difference cancels it)
     assert 10_000 < int(counted.group(1).replace(",", "")) < 20_000_000
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_two_counts_of_the_same_replay_agree_within_a_tenth_of_a_percent(tmp_path: Path) -> None:
+    path = tmp_path / "round.jsonl"
+    _busy_round(10).write(path)
+    valgrind = shutil.which("valgrind")
+    assert valgrind is not None
+    first, second = replay.count_instructions(valgrind, path, None, [30, 30])
+    assert abs(first - second) < first / 1000  # what makes a per-pod difference readable
 
 
 def test_counting_instructions_without_valgrind_is_refused(
