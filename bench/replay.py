@@ -80,6 +80,8 @@ def replay_once(
     clock = time.process_time
     result = Pass()
     seconds = result.seconds
+    # every step encoded, whatever `steps`: two counts of different lengths then differ by
+    # the replay alone (--instructions)
     for step in _encoded(recording)[:steps]:
         sweep()
         if "pod" in step:
@@ -171,9 +173,9 @@ def count_instructions(
     """The instructions of a replay of the first n steps, for each n of `steps`: each its
     own process under cachegrind, all at once (a count does not depend on what else runs)."""
     runs = [_under_valgrind(valgrind, path, rules, n) for n in steps]
+    ended = [(run, run.communicate()[1]) for run in runs]  # every one, before any verdict
     counts = []
-    for run in runs:
-        _, stderr = run.communicate()
+    for run, stderr in ended:
         counted = INSTRUCTIONS_LINE.findall(stderr)
         if run.returncode != 0 or not counted:
             tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
