@@ -207,7 +207,9 @@ def create_app(
                 return _error(404, f"{request.path} is turned off (--introspection off)")
             if not current_trusted():
                 return _error(
-                    403, f"{request.path} needs a client certificate of --tls-client-allow"
+                    403,
+                    f"{request.path} needs an accepted client certificate (--tls-client-ca, "
+                    "--tls-client-allow)",
                 )
         listener = current_listener()
         if listener is Listener.VERBS and view in OPS_VIEWS:

@@ -514,17 +514,19 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         reading.handshaking = False
         reading.idle = True
         reading.deadline = time.monotonic() + self.cfg.keepalive
-        if self.tls_allow and not self._identity_allowed(conn, reading):
+        checked = self.tls_allow or (self.ops_tls is not None and conn.listener is Listener.OPS)
+        if checked and not self._identity_allowed(conn, reading):
             return False
         self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
         return True
 
     def _identity_allowed(self, conn: Any, reading: _Reading) -> bool:
-        """Whether the verified client certificate carries a name of `tls_allow`. On the
-        operations listener the answer only marks the connection (the application refuses
+        """Whether the client presented a verified certificate carrying a name of
+        `tls_allow` (any name without it). On the operations listener, where a certificate
+        is optional, the answer only marks the connection (the application refuses
         introspection to it); on the verbs listener its first request is answered 403."""
         peer = conn.sock.getpeercert()
-        if tls.allowed(peer, self.tls_allow):
+        if peer and (not self.tls_allow or tls.allowed(peer, self.tls_allow)):
             return True
         names = ", ".join(tls.identities(peer)) or "no client certificate"
         if conn.listener is Listener.OPS:

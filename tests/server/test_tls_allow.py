@@ -107,8 +107,20 @@ def test_the_operations_listener_keeps_introspection_for_allowed_clients(
     reply = split.request("GET", "/policies", context=context, port=split.ops_port)
     assert reply.status == 403
     assert reply.json() == {
-        "error": "/policies needs a client certificate of --tls-client-allow",
+        "error": "/policies needs an accepted client certificate (--tls-client-ca, "
+        "--tls-client-allow)",
         "status": 403,
     }
     allowed = split.request("GET", "/policies", port=split.ops_port)
     assert allowed.status == 200
+
+
+def test_without_an_allow_list_the_operations_listener_keeps_introspection_for_the_ca(
+    serve: ServerFactory,
+    pki: Pki,  # noqa: F811
+) -> None:
+    server = serve(*_tls_flags(pki)[:-2], tls=client_context(pki.ca, pki.other_client), ops=True)
+    anonymous = client_context(pki.ca)
+    assert server.request("GET", "/healthz", context=anonymous, port=server.ops_port).status == 200
+    assert server.request("GET", "/policies", context=anonymous, port=server.ops_port).status == 403
+    assert server.request("GET", "/policies", port=server.ops_port).status == 200
