@@ -38,10 +38,11 @@ are framed on the loop's next turn, after the other connections' events.
 Connections and the bytes held are bounded per worker. Each listener has a cap on its open
 connections (`max_connections` on the verbs listener, `OPS_MAX_CONNECTIONS` on the
 operations listener of `--ops-bind`, counted apart): a connection past it closes the
-listener's oldest idle one (no byte of a request yet), or, when none is idle, is refused at
-once (closed; a 503 on plain HTTP). gunicorn's own cap (`worker_connections`, which stops
-every listener at once) is set above their sum and never reached, so a flood of idle
-connections on one listener never keeps the other from being served. The bytes of requests
+listener's oldest idle one (no byte of a request yet, a TLS handshake under way included),
+or, when none is idle, is refused at once (closed; a 503 on plain HTTP). gunicorn's own
+cap (`worker_connections`, which stops every listener at once) is set above their sum and
+never reached, so a flood of idle connections on one listener never keeps the other from
+being served. The bytes of requests
 in flight (read by the loop and not complete, or handed to a thread and not answered) are
 bounded by `max_buffered`: a request whose header section announces more than is left, or
 whose chunks grow past it, is answered 503 and closed as soon as that shows. Both are
@@ -314,12 +315,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         conn.held = 0
 
     def _close_oldest_idle(self, kind: Listener) -> bool:
-        """Close the listener's connection idle the longest (kept alive after a request, or
-        accepted and silent since); False when none is idle. Called at the cap only."""
+        """Close the listener's connection idle the longest (kept alive after a request,
+        accepted and silent since, or still in its TLS handshake: no request under way);
+        False when none is. Called at the cap only."""
         idle = [
             (reading.started, conn)
             for conn, reading in self._reading.items()
-            if reading.idle and not reading.handshaking and conn.listener is kind
+            if (reading.idle or reading.handshaking) and conn.listener is kind
         ]
         if not idle:
             return False

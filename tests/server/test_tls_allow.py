@@ -5,6 +5,8 @@ none), and keeps /explain and /policies for allowed clients."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 pytest.importorskip("cryptography", reason="the TLS tests make certificates with cryptography")
@@ -124,3 +126,21 @@ def test_without_an_allow_list_the_operations_listener_keeps_introspection_for_t
     assert server.request("GET", "/healthz", context=anonymous, port=server.ops_port).status == 200
     assert server.request("GET", "/policies", context=anonymous, port=server.ops_port).status == 403
     assert server.request("GET", "/policies", port=server.ops_port).status == 200
+
+
+def test_connections_that_never_begin_their_handshake_make_room_at_the_cap(
+    serve: ServerFactory,
+    pki: Pki,  # noqa: F811
+) -> None:
+    server = serve(
+        *_tls_flags(pki), "--max-connections", "4", tls=client_context(pki.ca, pki.client)
+    )
+    silent = [socket.create_connection((server.host, server.port), timeout=60) for _ in range(8)]
+    try:
+        reply = server.request("POST", "/filter", FILTER, JSON)
+        assert reply.status == 200
+        # the oldest silent ones were closed to make room
+        assert silent[0].recv(1) == b""
+    finally:
+        for conn in silent:
+            conn.close()
