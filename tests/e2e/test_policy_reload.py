@@ -263,7 +263,9 @@ def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
             return body if reason else None
 
         detail = eventually(not_ready_with_a_reason)
-        assert detail["checks"] == {"policies": "not loaded", "lastReload": "failed"}
+        assert detail["checks"]["policies"] == "not loaded"
+        assert detail["checks"]["lastReload"] == "failed"
+        assert "ConfigMap" not in json.dumps(detail), "the reason is not for any caller"
         # the reason itself on /policies (introspection), not for any caller of /readyz
         [error] = _get_json(f"{url}/policies")[1]["lastReload"]["errors"]
         assert error == f"cannot read ConfigMap {setup.namespace}/not-ours: HTTP 403 Forbidden"
