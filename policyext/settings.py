@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 # the server's own defaults (server/app.py Options), repeated so that reading the settings
 # does not import the web stack
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
+# the body limit with a cluster connection: `policyext config` then says nodeCacheCapable,
+# and kube-scheduler sends node names only (a NodeNames call at 5,000 nodes is ~100 KB)
+DEFAULT_MAX_BODY_CONNECTED = 4 * 1024 * 1024
+# the bytes of requests in flight a worker holds, in bodies: --max-buffered's default
+BUFFERED_BODIES = 4
+# open connections per worker on the verbs listener: kube-scheduler keeps one or two per
+# extender, probes and scrapes come and go; far below the usual 1,024 open files
+DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_REQUEST_DEADLINE = 3.0
 DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
 # server/worker.py READ_TIMEOUT
@@ -60,7 +68,16 @@ class Settings:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_client_ca: str | None = None
-    max_body: int = DEFAULT_MAX_BODY
+    # None: by the configuration (DEFAULT_MAX_BODY_CONNECTED with a cluster, else
+    # DEFAULT_MAX_BODY); `body_limit` says which
+    max_body: int | None = None
+    # bytes of requests in flight a worker holds at once (None: BUFFERED_BODIES bodies)
+    max_buffered: int | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    # a second listener for /healthz, /readyz, /metrics, /explain, /policies
+    ops_bind: str | None = None
+    introspection: bool = True  # /explain and /policies answered
+    tls_client_allow: list[str] = field(default_factory=list)
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
     read_timeout: float = DEFAULT_READ_TIMEOUT
     # Events on pods about Audit findings, per worker and second (0: none); needs a cluster
@@ -71,7 +88,11 @@ class Settings:
             ("--workers", self.workers),
             ("--threads", self.threads),
             ("--max-body", self.max_body),
+            ("--max-buffered", self.max_buffered),
+            ("--max-connections", self.max_connections),
         ):
+            if count is None:
+                continue
             if count < 1:
                 raise SettingsError(
                     f"{flag} must be a whole number of at least 1, got {count}", usage=True
@@ -93,7 +114,21 @@ class Settings:
             raise SettingsError("--tls-cert and --tls-key go together")
         if self.tls_client_ca and not self.tls_cert:
             raise SettingsError("--tls-client-ca needs --tls-cert and --tls-key")
-        connected = self.in_cluster or bool(self.kubeconfig)
+        if self.tls_client_allow and not self.tls_client_ca:
+            raise SettingsError(
+                "--tls-client-allow needs --tls-client-ca (the names are those of verified "
+                "client certificates)",
+                usage=True,
+            )
+        if self.ops_bind is not None:
+            self._check_ops_bind(self.ops_bind)
+        if self.max_buffered is not None and self.max_buffered < self.body_limit:
+            raise SettingsError(
+                f"--max-buffered ({self.max_buffered}) must be at least the body limit "
+                f"({self.body_limit}): a request that size could never be read",
+                usage=True,
+            )
+        connected = self.connected
         if self.snapshot and connected:
             raise SettingsError(
                 "--snapshot and --kubeconfig/--in-cluster exclude each other", usage=True
@@ -113,6 +148,36 @@ class Settings:
                 raise SettingsError(
                     "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
                 )
+
+    def _check_ops_bind(self, address: str) -> None:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SettingsError(
+                f"--ops-bind must be HOST:PORT with a port from 1 to 65535, got {address!r}",
+                usage=True,
+            )
+        if address == self.bind:
+            raise SettingsError("--ops-bind must differ from --bind", usage=True)
+
+    @property
+    def connected(self) -> bool:
+        """Whether the extender watches a cluster (kubeconfig or in-cluster)."""
+        return self.in_cluster or bool(self.kubeconfig)
+
+    @property
+    def body_limit(self) -> int:
+        """--max-body, else by the configuration: with a cluster the scheduler sends node
+        names only (nodeCacheCapable), a snapshot or standalone extender receives Nodes."""
+        if self.max_body is not None:
+            return self.max_body
+        return DEFAULT_MAX_BODY_CONNECTED if self.connected else DEFAULT_MAX_BODY
+
+    @property
+    def buffered_limit(self) -> int:
+        """--max-buffered, else BUFFERED_BODIES bodies at the limit."""
+        if self.max_buffered is not None:
+            return self.max_buffered
+        return BUFFERED_BODIES * self.body_limit
 
     @property
     def cluster(self) -> ClusterSettings:

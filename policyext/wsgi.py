@@ -16,7 +16,7 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
-from gunicorn.util import write_nonblock
+from gunicorn.util import parse_address, write_nonblock
 from prometheus_client import multiprocess
 
 from policyext.cluster.audit_events import AuditEvents
@@ -33,7 +33,7 @@ from policyext.server.app import Binder, Options, create_app
 from policyext.server.hotpath import DecisionLines
 from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
-from policyext.server.worker import FramingThreadWorker, json_refusal
+from policyext.server.worker import OPS_MAX_CONNECTIONS, FramingThreadWorker, json_refusal
 from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
@@ -102,8 +102,10 @@ def build_app(settings: Settings) -> Flask:
         sources.reload()
     options = Options(
         url_prefix=settings.url_prefix,
-        max_body=settings.max_body,
+        max_body=settings.body_limit,
         request_deadline=settings.request_deadline,
+        ops_bind=settings.ops_bind,
+        introspection=settings.introspection,
     )
     app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage
@@ -176,15 +178,21 @@ class Server(BaseApplication):  # type: ignore[misc]
 
     def load_config(self) -> None:
         s = self.settings
+        worker: dict[str, Any] = {
+            "read_timeout": s.read_timeout,
+            "max_body": s.body_limit,
+            "max_buffered": s.buffered_limit,
+            "max_connections": s.max_connections,
+            "ops_address": parse_address(s.ops_bind) if s.ops_bind else None,
+            "tls_allow": frozenset(s.tls_client_allow),
+        }
         config: dict[str, Any] = {
-            "bind": [s.bind],
+            "bind": [s.bind] + ([s.ops_bind] if s.ops_bind else []),
             "workers": s.workers,
-            # gthread reading requests whole before a thread sees them: server/worker.py
-            "worker_class": type(
-                "PolicyextWorker",
-                (JsonErrorWorker,),
-                {"read_timeout": s.read_timeout, "max_body": s.max_body},
-            ),
+            # the worker (gthread reading requests whole before a thread sees them,
+            # server/worker.py) caps the connections of each listener itself: gunicorn's
+            # cap, which stops every listener at once, is above their sum, never reached
+            "worker_connections": s.max_connections + OPS_MAX_CONNECTIONS + 1,
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
@@ -200,9 +208,14 @@ class Server(BaseApplication):  # type: ignore[misc]
         if s.tls_cert:
             config["certfile"] = s.tls_cert
             config["keyfile"] = s.tls_key
-            contexts = TLSContexts(TLSFiles(s.tls_cert, s.tls_key or "", s.tls_client_ca))
+            files = TLSFiles(s.tls_cert, s.tls_key or "", s.tls_client_ca)
+            contexts = TLSContexts(files)
             # called for every new connection: the cache rebuilds only on renewed files
             config["ssl_context"] = lambda _conf, _default: contexts.get()
+            if s.ops_bind and s.tls_client_ca:
+                # the probes of the operations listener come without a client certificate
+                worker["ops_tls"] = TLSContexts(files, client_optional=True).get
+        config["worker_class"] = type("PolicyextWorker", (JsonErrorWorker,), worker)
         if s.workers > 1:
             config["child_exit"] = _child_exit
         for key, value in config.items():
@@ -220,4 +233,15 @@ def serve(settings: Settings) -> None:
     """Run until stopped. With several workers, PROMETHEUS_MULTIPROC_DIR must be set before
     this module is imported (the CLI does it)."""
     configure_logging(settings.log_level)
+    warn_about_access(settings)
     Server(settings).run()
+
+
+def warn_about_access(settings: Settings) -> None:
+    """Say at start who may call the verbs when it is wider than it may look."""
+    if settings.tls_client_ca and not settings.tls_client_allow:
+        log.warning(
+            "--tls-client-ca without --tls-client-allow: any client certificate %s signed "
+            "may call every endpoint; name the scheduler's with --tls-client-allow",
+            settings.tls_client_ca,
+        )

@@ -26,9 +26,12 @@ from policyext.cli.flags import (
 )
 from policyext.cli.output import print_issues
 from policyext.settings import (
+    BUFFERED_BODIES,
     DEFAULT_AUDIT_EVENTS_PER_SECOND,
     DEFAULT_BIND,
     DEFAULT_MAX_BODY,
+    DEFAULT_MAX_BODY_CONNECTED,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
     Settings,
@@ -61,6 +64,21 @@ def register(commands: Commands) -> None:
         help="policies from this ConfigMap, watched through the API (with --rules: both)",
     )
     _env_flag(parser, "--bind", DEFAULT_BIND, metavar="HOST:PORT")
+    _env_flag(
+        parser,
+        "--ops-bind",
+        None,
+        metavar="HOST:PORT",
+        help="a second listener for /healthz, /readyz, /metrics, /explain and /policies; "
+        "--bind then answers the verbs only",
+    )
+    _env_flag(
+        parser,
+        "--introspection",
+        "on",
+        metavar="on|off",
+        help="off: /explain and /policies answer 404",
+    )
     _env_flag(parser, "--snapshot", None, metavar="FILE", help="Nodes and Pods to serve from")
     _env_flag(parser, "--kubeconfig", None, metavar="FILE", help="watch and bind in this cluster")
     parser.add_argument(
@@ -77,7 +95,39 @@ def register(commands: Commands) -> None:
     _env_flag(parser, "--tls-cert", None, metavar="FILE")
     _env_flag(parser, "--tls-key", None, metavar="FILE")
     _env_flag(parser, "--tls-client-ca", None, metavar="FILE", help="require client certificates")
-    _env_flag(parser, "--max-body", str(DEFAULT_MAX_BODY), metavar="BYTES")
+    parser.add_argument(
+        "--tls-client-allow",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --tls-client-ca: only client certificates whose subject CN or a DNS/URI "
+        "SAN is one of these names may call (repeat it or separate names with commas) "
+        "[env POLICYEXT_TLS_CLIENT_ALLOW, default: any certificate the CA signed]",
+    )
+    _env_flag(
+        parser,
+        "--max-body",
+        None,
+        metavar="BYTES",
+        help=f"default {DEFAULT_MAX_BODY_CONNECTED} with --kubeconfig/--in-cluster (the "
+        f"scheduler sends node names), else {DEFAULT_MAX_BODY}",
+    )
+    _env_flag(
+        parser,
+        "--max-buffered",
+        None,
+        metavar="BYTES",
+        help=f"request bytes a worker holds at once; past it a request is answered 503 "
+        f"(default {BUFFERED_BODIES} times the body limit)",
+    )
+    _env_flag(
+        parser,
+        "--max-connections",
+        str(DEFAULT_MAX_CONNECTIONS),
+        metavar="N",
+        help="open connections per worker on --bind; past it the oldest idle one is closed, "
+        "else the new one is refused",
+    )
     _env_flag(
         parser,
         "--request-deadline",
@@ -129,11 +179,33 @@ def _settings(args: argparse.Namespace) -> Settings:
         tls_cert=args.tls_cert or None,
         tls_key=args.tls_key or None,
         tls_client_ca=args.tls_client_ca or None,
-        max_body=whole_number(args.max_body, "--max-body"),
+        max_body=_optional_count(args.max_body, "--max-body"),
+        max_buffered=_optional_count(args.max_buffered, "--max-buffered"),
+        max_connections=whole_number(args.max_connections, "--max-connections"),
+        ops_bind=args.ops_bind or None,
+        introspection=_on_off(args.introspection, "--introspection"),
+        tls_client_allow=_names(args.tls_client_allow, "POLICYEXT_TLS_CLIENT_ALLOW"),
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
         read_timeout=seconds(args.read_timeout, "--read-timeout"),
         audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
     )
+
+
+def _optional_count(text: str | None, flag: str) -> int | None:
+    return None if text is None or text == "" else whole_number(text, flag)
+
+
+def _on_off(text: str, flag: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("on", "off"):
+        raise SettingsError(f"{flag} must be on or off, got {text!r}", usage=True)
+    return value == "on"
+
+
+def _names(given: list[str], env: str) -> list[str]:
+    """Names from a repeatable, comma-separated flag, else from its environment variable."""
+    values = given or [os.environ.get(env, "")]
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from policyext.server.hotpath import (
     LaneAnswer,
     unexpected_error,
 )
+from policyext.server.listeners import Listener, current_listener, current_trusted
 from policyext.server.metrics import Metrics
 from policyext.server.statuses import (
     INTERNAL_ERROR,
@@ -57,6 +58,17 @@ class Options:
     # seconds a request may spend evaluating before what is left fails (failurePolicy
     # decides): kube-scheduler's httpTimeout is 5 s by default, and an answer beats none
     request_deadline: float = DEFAULT_REQUEST_DEADLINE
+    # the operations listener's address (--ops-bind): with it, each listener answers its
+    # own endpoints only (server/listeners.py), and says where the others are
+    ops_bind: str | None = None
+    # /explain and /policies: what the policies decide and why, for people (off: 404)
+    introspection: bool = True
+
+
+# the views of each listener when --ops-bind splits them
+VERB_VIEWS = frozenset(("filter_view", "prioritize_view", "preempt_view", "bind_view"))
+OPS_VIEWS = frozenset(("healthz", "readyz", "metrics_view", "explain_view", "policies"))
+INTROSPECTION_VIEWS = frozenset(("explain_view", "policies"))
 
 
 def _deadline(options: Options) -> float:
@@ -183,6 +195,37 @@ def create_app(
 
     hot.others[bind_path] = bind_directly
 
+    @app.before_request
+    def answered_here() -> Response | None:
+        """Refuse an endpoint of the other listener (with --ops-bind), or one of
+        introspection when it is off; None lets the view answer."""
+        view = request.endpoint
+        if view is None:
+            return None  # no such path, or the wrong method: said as usual
+        if view in INTROSPECTION_VIEWS:
+            if not options.introspection:
+                return _error(404, f"{request.path} is turned off (--introspection off)")
+            if not current_trusted():
+                return _error(
+                    403,
+                    f"{request.path} needs an accepted client certificate (--tls-client-ca, "
+                    "--tls-client-allow)",
+                )
+        listener = current_listener()
+        if listener is Listener.VERBS and view in OPS_VIEWS:
+            return _error(
+                404,
+                f"{request.path} is served on the operations listener ({options.ops_bind}, "
+                "--ops-bind), not on this one",
+            )
+        if listener is Listener.OPS and view in VERB_VIEWS:
+            return _error(
+                404,
+                f"{request.path} is served on the verbs listener (--bind), not on the "
+                f"operations listener",
+            )
+        return None
+
     @app.post("/explain")
     def explain_view() -> Response:
         args = wire.parse_extender_args(body(), nodes_required=False)
@@ -204,7 +247,7 @@ def create_app(
 
     @app.get("/policies")
     def policies() -> Response:
-        return _json(_policies(store))
+        return _json(_policies(store, source))
 
     @app.get("/metrics")
     def metrics_view() -> Response:
@@ -246,7 +289,20 @@ def create_app(
             metrics.count(_verb(), str(response.status_code))
         return response
 
-    app.wsgi_app = hot.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+    flask_only = app.wsgi_app
+    with_hot_verbs = hot.wsgi(flask_only)
+    if options.ops_bind is None:
+        app.wsgi_app = with_hot_verbs  # type: ignore[method-assign,assignment]
+    else:
+
+        def by_listener(environ: Any, start_response: Any) -> Any:
+            """The operations listener's requests go to Flask whatever their path: it says
+            that a verb is not answered there."""
+            if current_listener() is Listener.OPS:
+                return flask_only(environ, start_response)
+            return with_hot_verbs(environ, start_response)
+
+        app.wsgi_app = by_listener  # type: ignore[method-assign]
     # for what answers outside the application (the HTTP server's refusals, wsgi.py)
     app.extensions["policyext.metrics"] = metrics
     # the worker's direct lane for plain filter, prioritize and bind calls
@@ -299,27 +355,26 @@ def _verb() -> str:
 
 
 def _readiness(store: PolicyStore, source: LiveNodeSource | None) -> tuple[bool, dict[str, Any]]:
+    """Ready or not, and which check is not: categories only. /readyz answers anyone who
+    can reach the port (the kubelet's probe has no credentials), so the policies' names,
+    files and reload errors, and the node source's errors, are on /policies (introspection)
+    rather than here."""
     checks: dict[str, Any] = {"policies": "loaded" if store.loaded else "not loaded"}
     ready = store.loaded
     if source is not None:
         synced = source.ready()
         checks["nodeSource"] = "synced" if synced else "not synced"
-        if not synced and (why := source.sync_problem()):
-            checks["nodeSourceError"] = why
         ready = ready and synced
     status = store.status
     if status is not None and not status.ok:
-        checks["lastReload"] = {
-            "ok": False,
-            "errors": [str(i) for i in status.issues[:10]] or [status.error],
-        }
+        checks["lastReload"] = "failed"
     return ready, {"ready": ready, "policyVersion": store.current.version, "checks": checks}
 
 
-def _policies(store: PolicyStore) -> dict[str, Any]:
+def _policies(store: PolicyStore, source: LiveNodeSource | None) -> dict[str, Any]:
     current = store.current
     status = store.status
-    return {
+    listing: dict[str, Any] = {
         "version": current.version,
         "sources": list(current.sources),
         "policies": [
@@ -347,3 +402,8 @@ def _policies(store: PolicyStore) -> dict[str, Any]:
         },
         "reloads": {"ok": store.reloads_ok, "failed": store.reloads_failed},
     }
+    if source is not None:
+        synced = source.ready()
+        problem = "" if synced else source.sync_problem()
+        listing["nodeSource"] = {"synced": synced, "problem": problem}
+    return listing

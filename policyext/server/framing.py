@@ -79,6 +79,13 @@ class Framer:
         self.expects_continue = False  # `Expect: 100-continue` and a body still to come
         self.body_started = False  # the header section is complete
 
+    @property
+    def announced(self) -> int:
+        """The bytes the request takes whole as its header section says (the header section
+        and its Content-Length body), once that section is read; 0 before it, or for a
+        chunked body (whose size shows only as it arrives)."""
+        return self._pos + self._left if self._state is _State.BODY else 0
+
     def advance(self, buf: bytes | bytearray) -> Complete | None:
         """Where the request ends, or None while more bytes are needed; Refusal when it is
         over a limit. `buf` starts with the request and only grows between calls."""

@@ -14,7 +14,9 @@ import logging
 import os
 import ssl
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 log = logging.getLogger("policyext")
 
@@ -31,20 +33,38 @@ class TLSFiles:
         return (self.cert, self.key) + ((self.client_ca,) if self.client_ca else ())
 
 
-def build_context(files: TLSFiles) -> ssl.SSLContext:
-    """TLS 1.2 or newer; with a client CA, a client certificate is required."""
+def build_context(files: TLSFiles, *, client_optional: bool = False) -> ssl.SSLContext:
+    """TLS 1.2 or newer; with a client CA, a client certificate is required, or only
+    verified when one is offered (`client_optional`: the operations listener, whose probes
+    come from the kubelet without one)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(files.cert, files.key)
     if files.client_ca:
         context.load_verify_locations(files.client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL if client_optional else ssl.CERT_REQUIRED
     return context
+
+
+def identities(peer: dict[str, Any] | None) -> list[str]:
+    """The names a verified client certificate stands for: its subject's common names and
+    its DNS and URI subject alternative names (as `SSLSocket.getpeercert()` gives them)."""
+    if not peer:
+        return []
+    names = [value for rdn in peer.get("subject", ()) for key, value in rdn if key == "commonName"]
+    names += [value for kind, value in peer.get("subjectAltName", ()) if kind in ("DNS", "URI")]
+    return names
+
+
+def allowed(peer: dict[str, Any] | None, names: Collection[str]) -> bool:
+    """Whether a verified client certificate carries one of `names` (exact match)."""
+    return any(name in names for name in identities(peer))
 
 
 @dataclass
 class TLSContexts:
     files: TLSFiles
+    client_optional: bool = False  # see build_context
     _context: ssl.SSLContext | None = None
     _stamp: Stamp | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -63,7 +83,7 @@ class TLSContexts:
             if context is not None and (stamp is None or stamp == self._stamp):
                 return context
             try:
-                context = build_context(self.files)
+                context = build_context(self.files, client_optional=self.client_optional)
             except (OSError, ssl.SSLError) as e:
                 if self._context is None:
                     raise

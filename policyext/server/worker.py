@@ -35,6 +35,25 @@ of nodes) goes to a thread like any other request, so that the loop goes on acce
 reading meanwhile; there the lane answers it the same way. Requests pipelined behind a call
 are framed on the loop's next turn, after the other connections' events.
 
+Connections and the bytes held are bounded per worker. Each listener has a cap on its open
+connections (`max_connections` on the verbs listener, `OPS_MAX_CONNECTIONS` on the
+operations listener of `--ops-bind`, counted apart): a connection past it closes the
+listener's oldest idle one (no byte of a request yet, a TLS handshake under way included),
+or, when none is idle, is refused at once (closed; a 503 on plain HTTP). gunicorn's own
+cap (`worker_connections`, which stops every listener at once) is set above their sum and
+never reached, so a flood of idle connections on one listener never keeps the other from
+being served. The bytes of requests
+in flight (read by the loop and not complete, or handed to a thread and not answered) are
+bounded by `max_buffered`: a request whose header section announces more than is left, or
+whose chunks grow past it, is answered 503 and closed as soon as that shows. Both are
+counted per connection event (accept, close, a request incomplete after a read, a hand-over
+to a thread), never on the direct lane's in-loop answer.
+
+With `tls_allow`, a verbs connection whose verified client certificate carries none of the
+names (subject CN, DNS or URI SAN) is answered 403 to its first request and closed; on the
+operations listener a client certificate is optional (the kubelet's probes have none) and
+the application refuses introspection to a connection without an allowed one.
+
 The lane is taken only where gunicorn would keep the connection alive and call nothing but
 the application: not when the worker is stopping or at its last request before a restart
 (max_requests, counted in `self.nr` either way), nor with an access log, request hooks, the
@@ -63,8 +82,10 @@ from gunicorn import http
 from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
+from policyext.server import tls
 from policyext.server.direct import HeadLimits, Lane, PlainHeads, PlainPost, response, send_response
 from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server.listeners import Listener, entered
 from policyext.server.metrics import count_refused
 
 log = logging.getLogger("policyext.server")
@@ -83,6 +104,11 @@ MAX_READS_PER_WAKE: Final = 128
 # 50,000 nodes. Past it (NodeList bodies) a thread answers, and the loop keeps serving
 # the other connections while it does
 IN_LOOP_BODY: Final = 1024 * 1024
+# open connections per worker on the operations listener (--ops-bind): probes open one
+# each, Prometheus keeps one; the same idle-first rule as the verbs listener's cap
+OPS_MAX_CONNECTIONS: Final = 64
+# at most one warning a second about connections or requests turned away
+WARN_EVERY: Final = 1.0
 
 
 def json_refusal(status: int, reason: str, message: str) -> bytes:
@@ -101,6 +127,7 @@ class _Reading:
     __slots__ = (
         "buffer",
         "continued",
+        "counted",
         "deadline",
         "first_look",
         "framer",
@@ -118,6 +145,35 @@ class _Reading:
         self.handshaking = False
         self.continued = False  # `100 Continue` sent
         self.first_look = True  # not yet looked at as a plain call
+        self.counted = 0  # bytes of `max_buffered` this request holds
+
+
+class _Conn(TConn):  # type: ignore[misc]
+    """A connection of this worker: which listener accepted it, whether its client
+    certificate is one of `tls_allow`, and the bytes it holds in a thread. `closed` is
+    told once when it closes, whichever path closes it."""
+
+    def __init__(
+        self,
+        cfg: Any,
+        sock: socket.socket,
+        client: Any,
+        server: Any,
+        listener: Listener,
+        closed: Callable[[_Conn], None],
+    ) -> None:
+        super().__init__(cfg, sock, client, server)  # non-blocking from here
+        self.data_ready = True  # the stock worker's wait for a first byte: not needed
+        self.listener = listener
+        self.trusted = True  # no allow-list, or an allowed certificate
+        self.held = 0
+        self._closed: Callable[[_Conn], None] | None = closed
+
+    def close(self, graceful: bool = False) -> None:
+        closed, self._closed = self._closed, None
+        if closed is not None:
+            closed(self)
+        super().close(graceful)
 
 
 class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
@@ -126,6 +182,12 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     # set per server by policyext.wsgi (a subclass per configuration)
     read_timeout: float = READ_TIMEOUT
     max_body: int = 64 * 1024 * 1024
+    max_buffered: int = 4 * 64 * 1024 * 1024
+    max_connections: int = 256
+    ops_address: Any = None  # the --ops-bind address as gunicorn parses it
+    tls_allow: frozenset[str] = frozenset()
+    # the operations listener's TLS context (a client certificate optional)
+    ops_tls: Callable[[], ssl.SSLContext] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -138,6 +200,16 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         # which both gives them and takes them back)
         self._working = 0
         self._stopping_at: float | None = None
+        # the listeners of --ops-bind (by file descriptor), and the open connections of each
+        # kind of listener
+        self._ops_fds = frozenset(
+            s.fileno()
+            for s in self.sockets
+            if self.ops_address is not None and s.cfg_addr == self.ops_address
+        )
+        self._open = {Listener.BOTH: 0, Listener.VERBS: 0, Listener.OPS: 0}
+        self._buffered = 0  # bytes of requests in flight (see the module's doc)
+        self._warned_at = 0.0
         cfg = self.cfg
         # past this without the end of the header section, gunicorn would have refused it
         self.max_head = max(
@@ -191,15 +263,33 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         try:
             client, addr = listener.accept()
         except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE):  # out of descriptors: make room
+                self._warn("cannot accept a connection: %s", e)
+                if not self._close_oldest_idle(Listener.VERBS):
+                    self._close_oldest_idle(Listener.BOTH)
+                return
             if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
                 raise
             return
+        if self.ops_address is None:
+            kind, cap = Listener.BOTH, self.max_connections
+        elif listener.fileno() in self._ops_fds:
+            kind, cap = Listener.OPS, OPS_MAX_CONNECTIONS
+        else:
+            kind, cap = Listener.VERBS, self.max_connections
+        if self._open[kind] >= cap and not self._close_oldest_idle(kind):
+            self._turn_away(client, addr, cap)
+            return
+        self._open[kind] += 1
         self.nr_conns += 1
-        conn = self._tconn(client, addr, listener.getsockname())
+        conn = self._tconn(client, addr, listener.getsockname(), kind)
         reading = self._start_reading(conn, b"")
+        if kind is Listener.OPS:
+            reading.first_look = False  # the verbs are not answered here (see finish_request)
         if self.cfg.is_ssl:
+            context = self.ops_tls() if kind is Listener.OPS and self.ops_tls else None
             try:
-                conn.sock = ssl_context(self.cfg).wrap_socket(
+                conn.sock = (context or ssl_context(self.cfg)).wrap_socket(
                     conn.sock,
                     server_side=True,
                     do_handshake_on_connect=False,
@@ -213,10 +303,70 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             reading.deadline = time.monotonic() + self.read_timeout
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
 
-    def _tconn(self, client: socket.socket, addr: Any, server: Any) -> Any:
-        conn = TConn(self.cfg, client, addr, server)  # non-blocking from here
-        conn.data_ready = True  # the stock worker's wait for a first byte: not needed
-        return conn
+    def _tconn(
+        self, client: socket.socket, addr: Any, server: Any, kind: Listener = Listener.BOTH
+    ) -> _Conn:
+        return _Conn(self.cfg, client, addr, server, kind, self._closed)
+
+    def _closed(self, conn: _Conn) -> None:
+        """A connection is closed (told once, by `_Conn.close`)."""
+        self._open[conn.listener] -= 1
+        self._buffered -= conn.held
+        conn.held = 0
+
+    def _close_oldest_idle(self, kind: Listener) -> bool:
+        """Close the listener's connection idle the longest (kept alive after a request,
+        accepted and silent since, or still in its TLS handshake: no request under way);
+        False when none is. Called at the cap only."""
+        idle = [
+            (reading.started, conn)
+            for conn, reading in self._reading.items()
+            if (reading.idle or reading.handshaking) and conn.listener is kind
+        ]
+        if not idle:
+            return False
+        _, oldest = min(idle, key=lambda pair: pair[0])
+        log.debug("closed the idle connection from %s: at the connection cap", _peer(oldest))
+        self._close(oldest)
+        return True
+
+    def _turn_away(self, client: socket.socket, addr: Any, cap: int) -> None:
+        """Refuse a new connection at once: the listener has `cap` open, none idle."""
+        message = f"too many connections: {cap} open on this listener, none idle; try again"
+        count_refused(self.wsgi, 503)
+        self._warn("refused a connection from %s: %s", _peer_address(addr), message)
+        with contextlib.suppress(OSError):
+            if not self.cfg.is_ssl:  # (before a TLS handshake nothing can be said)
+                client.setblocking(False)
+                client.send(json_refusal(503, "Service Unavailable", message))
+            client.close()
+
+    def _warn(self, message: str, *args: object) -> None:
+        """A warning, at most one every WARN_EVERY seconds (a flood would fill the log)."""
+        now = time.monotonic()
+        if now - self._warned_at >= WARN_EVERY:
+            self._warned_at = now
+            log.warning(message, *args)
+        else:
+            log.debug(message, *args)
+
+    def _within_budget(self, conn: Any, reading: _Reading) -> bool:
+        """Count an incomplete request's bytes (read, or announced by its Content-Length)
+        against `max_buffered`; refuse it (503, closed) when they do not fit."""
+        need = max(len(reading.buffer), reading.framer.announced)
+        more = need - reading.counted
+        if more <= 0:
+            return True
+        if self._buffered + more > self.max_buffered:
+            message = (
+                f"the server is reading too many request bytes at once (--max-buffered "
+                f"{self.max_buffered}); try again"
+            )
+            self._refuse(conn, 503, "Service Unavailable", message, warn=self._warn)
+            return False
+        self._buffered += more
+        reading.counted = need
+        return True
 
     def _start_reading(self, conn: Any, data: bytes) -> _Reading:
         idle_for = self.cfg.keepalive if data == b"" else self.read_timeout
@@ -272,7 +422,12 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             self._refuse(conn, r.status, r.reason, r.message)
             return
         if done is not None:
-            found = None if done.malformed else self._plain_call(reading.buffer, done.end)
+            if reading.counted:  # (held by the thread from here, or answered)
+                self._buffered -= reading.counted
+                reading.counted = 0
+            # (never on the operations listener, whose first look is skipped at its accept)
+            lane = not done.malformed and conn.listener is not Listener.OPS
+            found = self._plain_call(reading.buffer, done.end) if lane else None
             if found is not None:
                 self._answer_in_loop(conn, *found)
             else:
@@ -282,6 +437,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             level = logging.INFO if reading.buffer else logging.DEBUG
             what = f"after {len(reading.buffer)} bytes of a request" if reading.buffer else ""
             self._drop(conn, f"the client closed the connection {what}".strip(), level)
+            return
+        if not self._within_budget(conn, reading):
             return
         if reading.framer.expects_continue and not reading.continued:
             reading.continued = True  # the client waits for it before sending the body
@@ -359,8 +516,37 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         reading.handshaking = False
         reading.idle = True
         reading.deadline = time.monotonic() + self.cfg.keepalive
+        checked = self.tls_allow or (self.ops_tls is not None and conn.listener is Listener.OPS)
+        if checked and not self._identity_allowed(conn, reading):
+            return False
         self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
         return True
+
+    def _identity_allowed(self, conn: Any, reading: _Reading) -> bool:
+        """Whether the client presented a verified certificate carrying a name of
+        `tls_allow` (any name without it). On the operations listener, where a certificate
+        is optional, the answer only marks the connection (the application refuses
+        introspection to it); on the verbs listener its first request is answered 403."""
+        peer = conn.sock.getpeercert()
+        if peer and (not self.tls_allow or tls.allowed(peer, self.tls_allow)):
+            return True
+        names = ", ".join(tls.identities(peer)) or "no client certificate"
+        if conn.listener is Listener.OPS:
+            conn.trusted = False
+            return True
+        message = f"the client certificate's names ({names}) are not in --tls-client-allow"
+        reading.idle = False  # answered when its request comes, else 408 as any other
+        reading.deadline = time.monotonic() + self.read_timeout
+        self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._deny, conn, message))
+        return False
+
+    def _deny(self, conn: Any, message: str, _sock: Any) -> None:
+        """Answer 403 to a client whose certificate is not allowed, once it has sent its
+        request (read first, so that closing does not reset the connection under the
+        reply)."""
+        with contextlib.suppress(OSError, ssl.SSLError):
+            conn.sock.recv(READ_SIZE)
+        self._refuse(conn, 403, "Forbidden", message)
 
     def _dispatch(self, conn: Any, reading: _Reading, done: Complete) -> None:
         conn.continued = reading.continued
@@ -376,12 +562,21 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         self.poller.unregister(conn.sock)
         conn.initialized = True  # (gunicorn's TConn.init: the loop has done its part)
         conn.request = request
+        conn.held = len(request)  # (counted until the thread is done: finish_request)
+        self._buffered += conn.held
         conn.malformed = malformed
         conn.sock.setblocking(True)
         self.enqueue_req(conn)
 
-    def _refuse(self, conn: Any, status: int, reason: str, message: str) -> None:
-        log.warning("refused a request from %s: %s", _peer(conn), message)
+    def _refuse(
+        self,
+        conn: Any,
+        status: int,
+        reason: str,
+        message: str,
+        warn: Callable[..., None] = log.warning,
+    ) -> None:
+        warn("refused a request from %s: %s", _peer(conn), message)
         count_refused(self.wsgi, status)
         self._send(conn, json_refusal(status, reason, message))
         self._close(conn)
@@ -397,11 +592,17 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             conn.sock.send(data)
 
     def _close(self, conn: Any) -> None:
-        self._reading.pop(conn, None)
+        self._forget(conn)
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.poller.unregister(conn.sock)
         self.nr_conns -= 1
         conn.close()
+
+    def _forget(self, conn: Any) -> None:
+        """Stop reading the connection's request; its bytes no longer count."""
+        reading = self._reading.pop(conn, None)
+        if reading is not None and reading.counted:
+            self._buffered -= reading.counted
 
     def murder_pending(self) -> None:
         """Called by the loop every turn: also end the requests past their deadline."""
@@ -429,6 +630,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     def finish_request(self, conn: Any, fs: Any) -> None:
         """A thread is done with the connection: read its next request in the loop."""
         self._working -= 1
+        self._buffered -= getattr(conn, "held", 0)
+        conn.held = 0
         try:
             result = fs.result() if not fs.cancelled() else False
         except Exception:
@@ -440,11 +643,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             leftover = _read_ahead(conn)
             conn.sock.setblocking(False)
             reading = self._start_reading(conn, leftover)
+            if getattr(conn, "listener", None) is Listener.OPS:
+                reading.first_look = False
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._readable, conn))
             if leftover:
                 self._frame(conn, reading)  # a pipelined request may be complete already
         except Exception:
-            self._reading.pop(conn, None)
+            self._forget(conn)
             self.nr_conns -= 1
             conn.close()
 
@@ -467,7 +672,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         declined = getattr(conn, "declined", False)
         conn.request = b""
         conn.declined = False
-        if data and not getattr(conn, "malformed", False) and not declined:
+        listener = getattr(conn, "listener", Listener.BOTH)
+        if (
+            data
+            and not getattr(conn, "malformed", False)
+            and not declined
+            and listener is not Listener.OPS
+        ):
             answered = self._answer_directly(conn, data)
             if answered is not None:
                 return answered
@@ -527,6 +738,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         return answer
 
     def handle_request(self, req: Any, conn: Any) -> Any:
+        # which listener, for the application (server/listeners.py)
+        entered(getattr(conn, "listener", Listener.BOTH), getattr(conn, "trusted", True))
         if getattr(conn, "continued", False):
             req._expected_100_continue = False  # the event loop has sent it
             conn.continued = False
@@ -572,7 +785,10 @@ def _parser(cfg: Any, sock: Any, client: Any) -> Any:
 
 
 def _peer(conn: Any) -> str:
-    client = conn.client
+    return _peer_address(conn.client)
+
+
+def _peer_address(client: Any) -> str:
     return str(client[0]) if isinstance(client, tuple) and client else str(client)
 
 

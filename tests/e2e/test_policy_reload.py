@@ -198,7 +198,7 @@ def test_an_invalid_update_keeps_the_old_rules_and_leaves_one_event_on_the_confi
     assert mine[0]["involvedObject"]["kind"] == "ConfigMap"
     assert setup.place(_unique("still-red")) == teams["red"], "the old rules keep deciding"
     status, ready = _get_json(f"{setup.url}/readyz")
-    assert status == 200 and ready["checks"]["lastReload"]["ok"] is False
+    assert status == 200 and ready["checks"]["lastReload"] == "failed"
 
 
 def test_a_deleted_configmap_keeps_the_last_good_rules_and_a_recreated_one_is_loaded(
@@ -264,7 +264,10 @@ def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
 
         detail = eventually(not_ready_with_a_reason)
         assert detail["checks"]["policies"] == "not loaded"
-        [error] = detail["checks"]["lastReload"]["errors"]
+        assert detail["checks"]["lastReload"] == "failed"
+        assert "ConfigMap" not in json.dumps(detail), "the reason is not for any caller"
+        # the reason itself on /policies (introspection), not for any caller of /readyz
+        [error] = _get_json(f"{url}/policies")[1]["lastReload"]["errors"]
         assert error == f"cannot read ConfigMap {setup.namespace}/not-ours: HTTP 403 Forbidden"
         request = json.dumps({"Pod": pod("p"), "NodeNames": ["any-node"], "Nodes": None}).encode()
         reply = urllib.request.urlopen(

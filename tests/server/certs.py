@@ -34,6 +34,13 @@ class Pki:
     future_server: Pair
     expired_client: Pair
     future_client: Pair
+    # signed by `ca` for other names: another client of the same CA, and one named by a
+    # URI subject alternative name only (a SPIFFE ID)
+    other_client: Pair
+    uri_client: Pair
+
+
+SPIFFE_ID = "spiffe://cluster.local/ns/kube-system/sa/kube-scheduler"
 
 
 def _name(common_name: str) -> x509.Name:
@@ -110,6 +117,7 @@ def _leaf(
     *,
     server: bool,
     validity: tuple[datetime.timedelta, datetime.timedelta] = CURRENT,
+    uri: str | None = None,
 ) -> Pair:
     key = ec.generate_private_key(ec.SECP256R1())
     builder = _builder(name, ca.subject, key, validity).add_extension(
@@ -126,6 +134,10 @@ def _leaf(
         builder = builder.add_extension(
             x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
         )
+        if uri is not None:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.UniformResourceIdentifier(uri)]), critical=False
+            )
     return _write(directory / name, builder.sign(ca_key, hashes.SHA256()), key)
 
 
@@ -146,4 +158,6 @@ def make_pki(directory: Path) -> Pki:
             directory, "expired-client", ca, ca_key, server=False, validity=EXPIRED
         ),
         future_client=_leaf(directory, "future-client", ca, ca_key, server=False, validity=FUTURE),
+        other_client=_leaf(directory, "other-client", ca, ca_key, server=False),
+        uri_client=_leaf(directory, "workload", ca, ca_key, server=False, uri=SPIFFE_ID),
     )

@@ -30,9 +30,10 @@ class ServerFactory:
         snapshot: Path | None = CLUSTER,
         env: Mapping[str, str] | None = None,
         tls: ssl.SSLContext | None = None,
+        ops: bool = False,
     ) -> ExtenderServer:
         server = start_server(
-            self.workdir, *flags, rules=rules, snapshot=snapshot, env=env, tls=tls
+            self.workdir, *flags, rules=rules, snapshot=snapshot, env=env, tls=tls, ops=ops
         )
         self.started.append(server)
         return server

@@ -80,6 +80,12 @@ class ExtenderServer:
     workdir: Path
     tls: ssl.SSLContext | None = None  # how the tests connect, when it serves HTTPS
     stopped: bool = field(default=False)
+    ops_port: int | None = None  # --ops-bind's port, when the server has one
+
+    @property
+    def probe_port(self) -> int:
+        """Where /healthz and /readyz are answered."""
+        return self.ops_port or self.port
 
     host = "127.0.0.1"
 
@@ -102,7 +108,7 @@ class ExtenderServer:
         missing)."""
         if not self.stopped and self.process.poll() is None:
             with contextlib.suppress(OSError, http.client.HTTPException):
-                self.get("/healthz")
+                self.request("GET", "/healthz", port=self.probe_port)
         lines = self._stdout()
         started = time.monotonic()
         while until is not None and not until(lines) and time.monotonic() - started < 60.0:
@@ -117,14 +123,13 @@ class ExtenderServer:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def connection(
-        self, context: ssl.SSLContext | None = None, timeout: float = 60.0
+        self, context: ssl.SSLContext | None = None, timeout: float = 60.0, port: int = 0
     ) -> http.client.HTTPConnection:
         context = context or self.tls
+        port = port or self.port
         if context is not None:
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=timeout, context=context
-            )
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            return http.client.HTTPSConnection(self.host, port, timeout=timeout, context=context)
+        return http.client.HTTPConnection(self.host, port, timeout=timeout)
 
     def request(
         self,
@@ -134,9 +139,10 @@ class ExtenderServer:
         headers: Mapping[str, str] | None = None,
         *,
         context: ssl.SSLContext | None = None,
+        port: int = 0,
     ) -> Reply:
-        """One request on a connection of its own."""
-        conn = self.connection(context)
+        """One request on a connection of its own (to `port`, else the verbs' port)."""
+        conn = self.connection(context, port=port)
         try:
             return send(conn, method, path, body, headers)
         finally:
@@ -151,6 +157,11 @@ class ExtenderServer:
 
     def get(self, path: str) -> Reply:
         return self.request("GET", path)
+
+    def ops_get(self, path: str) -> Reply:
+        """A GET on the operations listener (--ops-bind)."""
+        assert self.ops_port is not None, "this server has no --ops-bind"
+        return self.request("GET", path, port=self.ops_port)
 
     def stop(self) -> int:
         """SIGTERM to the server's process group (gunicorn's master and its workers), then
@@ -196,14 +207,15 @@ def start_server(
     snapshot: Path | None = CLUSTER,
     env: Mapping[str, str] | None = None,
     tls: ssl.SSLContext | None = None,
+    ops: bool = False,
 ) -> ExtenderServer:
     """Start `policyext serve` on a free loopback port and wait until /readyz answers 200.
 
-    `flags` are passed as they are. Each server gets a private XDG_RUNTIME_DIR and TMPDIR:
+    `flags` are passed as they are; `ops` adds `--ops-bind` on another free port. Each server gets a private XDG_RUNTIME_DIR and TMPDIR:
     gunicorn puts its control socket under the first (shared by every gunicorn of the user
     otherwise) and the metrics directory of several workers goes under the second."""
     for _attempt in range(3):  # a free port can be taken between probing and binding
-        server = _launch(workdir, flags, rules, snapshot, env, tls)
+        server = _launch(workdir, flags, rules, snapshot, env, tls, ops)
         try:
             _wait_ready(server)
         except ServerFailedToStart:
@@ -222,8 +234,10 @@ def _launch(
     snapshot: Path | None,
     env: Mapping[str, str] | None,
     tls: ssl.SSLContext | None,
+    ops: bool = False,
 ) -> ExtenderServer:
     port = free_port()
+    ops_port = free_port() if ops else None
     workdir = workdir / f"server-{port}"
     runtime = workdir / "run"
     tmp = workdir / "tmp"
@@ -234,6 +248,8 @@ def _launch(
         command += ["--rules", ",".join(str(r) for r in rules)]
     if snapshot is not None:
         command += ["--snapshot", str(snapshot)]
+    if ops_port is not None:
+        command += ["--ops-bind", f"127.0.0.1:{ops_port}"]
     command += list(flags)
     environment = clean_environment({"XDG_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)})
     environment.update(env or {})
@@ -241,7 +257,7 @@ def _launch(
         process = subprocess.Popen(
             command, stdout=out, stderr=err, cwd=REPO, env=environment, start_new_session=True
         )
-    return ExtenderServer(process, port, workdir, tls)
+    return ExtenderServer(process, port, workdir, tls, ops_port=ops_port)
 
 
 def _wait_ready(server: ExtenderServer) -> None:
@@ -253,7 +269,7 @@ def _wait_ready(server: ExtenderServer) -> None:
                 + server.stderr_text()[-4000:]
             )
         try:
-            if server.get("/readyz").status == 200:
+            if server.request("GET", "/readyz", port=server.probe_port).status == 200:
                 return
         except (OSError, http.client.HTTPException):
             pass
