@@ -20,6 +20,7 @@ from policyext.cli.flags import (
     add_kubeconfig,
     add_output,
     fail,
+    split_paths,
     usage,
 )
 from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
@@ -43,7 +44,11 @@ def register(commands: Commands) -> None:
     parser.add_argument("pod", metavar="NAMESPACE/POD", help="the pending pod")
     rules = parser.add_mutually_exclusive_group(required=True)
     rules.add_argument(
-        "--rules", action="append", metavar="PATH", help="the policies the extender serves"
+        "--rules",
+        action="extend",
+        type=split_paths,
+        metavar="PATH",
+        help="the policies the extender serves (repeat it or separate paths with commas)",
     )
     rules.add_argument(
         "--rules-configmap",
