@@ -26,7 +26,12 @@ from policyext.cli.flags import (
 from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
-from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
+from policyext.cluster.snapshot import (
+    SnapshotError,
+    SnapshotSource,
+    read_objects,
+    require_nodes,
+)
 from policyext.policy.compile import PolicySet
 from policyext.policy.explain import decision_to_dict
 from policyext.policy.scheduler.decision import Decision, decide
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             events = failed_scheduling_events(api, namespace, name)
         else:
             objects = read_objects(Path(args.snapshot))
-            source = SnapshotSource(objects, args.snapshot)
+            source = require_nodes(SnapshotSource(objects, args.snapshot))
             events = [o for o in objects if o.get("kind") == "Event"]
     except (SnapshotError, CELError) as e:
         return fail(str(e))
