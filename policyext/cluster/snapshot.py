@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from policyext.policy.loader import load_yaml_all
+from policyext.policy.loader import load_yaml_all, yaml_error_line
 from policyext.policy.resources import (
     InvalidQuantity,
     NodeInfo,
@@ -40,7 +40,7 @@ def read_objects(path: Path) -> list[Json]:
     except (OSError, UnicodeDecodeError) as e:
         raise SnapshotError(f"{path}: cannot read: {e}") from None
     except yaml.YAMLError as e:
-        raise SnapshotError(f"{path}: not YAML or JSON: {e}") from None
+        raise SnapshotError(yaml_error_line(e, str(path))) from None
     return list(_flatten(documents, path))
 
 

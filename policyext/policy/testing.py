@@ -19,7 +19,13 @@ import yaml
 from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import NodeVerdict
-from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
+from policyext.policy.loader import (
+    Document,
+    discover,
+    load_yaml_all,
+    read_documents,
+    yaml_error_line,
+)
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
 from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.scheduler.cluster import Cluster
@@ -136,7 +142,11 @@ def _pod(value: object, folder: Path) -> dict[str, Any]:
         pod = pod_from(value, "the inline pod").pod
     else:
         path = folder / str(value)
-        pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+        try:
+            documents = load_yaml_all(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ValueError(yaml_error_line(e, str(value))) from None
+        pods = pods_from(documents, str(value))
         if len(pods) != 1:
             raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
         pod = pods[0].pod
