@@ -232,7 +232,7 @@ def preflight(settings: Settings) -> list[Issue] | None:
             return e.issues
     if settings.snapshot:
         try:
-            SnapshotSource.from_file(settings.snapshot)
+            SnapshotSource.with_nodes(settings.snapshot)
         except SnapshotError as e:
             raise SettingsError(str(e)) from None
     if settings.in_cluster or settings.kubeconfig:

@@ -40,7 +40,8 @@ def version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     top = parser()
-    args, extra = top.parse_known_args(argv)
+    words = evaluate.expression_apart(list(sys.argv[1:] if argv is None else argv))
+    args, extra = top.parse_known_args(words)
     unplaced = gather_stray_paths(args, extra)
     if unplaced is not None:
         top.error(f"unrecognized arguments: {unplaced}")

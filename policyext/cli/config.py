@@ -7,7 +7,7 @@ import argparse
 import re
 import sys
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import yaml
 
@@ -23,7 +23,13 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--url", default="http://127.0.0.1:8888", help="where the extender is (http or https)"
     )
-    parser.add_argument("--url-prefix", default="", metavar="P")
+    parser.add_argument(
+        "--url-prefix",
+        default="",
+        metavar="PATH",
+        help="the path prefix of the verbs, as given to policyext serve --url-prefix "
+        "(e.g. /scheduler); appended to --url, which holds the scheme and host",
+    )
     parser.add_argument("--weight", type=int, default=1, help="multiplies our 0..10 scores")
     parser.add_argument(
         "--timeout", default="5s", metavar="DURATION", help="httpTimeout: 5s, 1500ms, 1m30s"
@@ -62,6 +68,11 @@ def problems(args: argparse.Namespace) -> list[str]:
     url = urlsplit(args.url)
     if url.scheme not in ("http", "https") or not url.hostname:
         found.append(f"--url must be an http:// or https:// URL with a host; got {args.url!r}")
+    elif not _port_valid(url) or any(c.isspace() for c in args.url):
+        found.append(
+            f"--url must have a host without spaces and, if any, a port from 1 to 65535; "
+            f"got {args.url!r}"
+        )
     elif url.query or url.fragment:
         found.append(f"--url takes no query or fragment (the verbs follow it); got {args.url!r}")
     elif url.scheme == "http":
@@ -70,9 +81,32 @@ def problems(args: argparse.Namespace) -> list[str]:
             found.append(
                 f"{', '.join(given)} configure TLS, but --url is http://: use an https:// URL"
             )
+    prefix = urlsplit(args.url_prefix)
+    if prefix.scheme or prefix.netloc:
+        # `--url-prefix http://host:1/x` would be appended to --url's default address
+        found.append(
+            f"--url-prefix is a path appended to --url (e.g. /scheduler), not an address: "
+            f"give the scheme and host with --url; got {args.url_prefix!r}"
+        )
+    elif prefix.query or prefix.fragment:
+        found.append(
+            f"--url-prefix takes no query or fragment (the verbs follow it); "
+            f"got {args.url_prefix!r}"
+        )
     if bool(args.cert_file) != bool(args.key_file):
         found.append("--cert-file and --key-file go together")
+    if args.scheduler_name is not None and not args.scheduler_name.strip():
+        found.append("--scheduler-name needs a name (the profile's schedulerName)")
     return found
+
+
+def _port_valid(url: SplitResult) -> bool:
+    """No port, or a whole number kube-scheduler can connect to."""
+    try:
+        port = url.port
+    except ValueError:  # not a number, or past 65535
+        return False
+    return port is None or port > 0
 
 
 def _positive_duration(text: str) -> bool:

@@ -1,4 +1,4 @@
-"""`policyext eval EXPR --pod FILE [--node NAME --snapshot FILE]`: one expression, as a rule
+"""`policyext eval EXPR [--pod FILE] [--node NAME --snapshot FILE]`: one expression, as a rule
 sees it: its value and type, or its error with the position (OPA's `eval` for one
 expression).
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import re
 import sys
-from typing import Any
+from typing import Any, Final
 
 from policyext import cel
-from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, fail, usage
+from policyext.cli.flags import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Commands, fail, usage
 from policyext.cli.inputs import read_pods
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
 from policyext.policy.environment import rule_variables
@@ -28,9 +29,17 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument("expression", metavar="EXPR", help="a CEL expression, as in a rule")
     parser.add_argument(
-        "--pod", required=True, metavar="FILE", help="the Pod, or a workload (YAML or JSON)"
+        "--pod",
+        metavar="FILE",
+        help="the Pod, or a workload (YAML or JSON); needed when the expression reads `pod` "
+        "or `podRequests`",
     )
-    parser.add_argument("--node", metavar="NAME", help="the node of --snapshot to evaluate on")
+    parser.add_argument(
+        "--node",
+        metavar="NAME",
+        help="the node of --snapshot to evaluate on; needed when the expression reads `node` "
+        "or `nodeInfo`",
+    )
     parser.add_argument(
         "--snapshot", metavar="FILE", help="Nodes and Pods (for --node, and nodeInfo)"
     )
@@ -40,19 +49,60 @@ def register(commands: Commands) -> None:
     parser.set_defaults(run=run)
 
 
+# what binds each input of a rule's expression (`now` and `variables` are always bound)
+BINDINGS: Final = {
+    "pod": "--pod FILE",
+    "podRequests": "--pod FILE (podRequests are the pod's requests)",
+    "node": "--node NAME --snapshot FILE (a node of a snapshot: kubectl get nodes,pods -A -o yaml)",
+    "nodeInfo": "--node NAME --snapshot FILE (nodeInfo is computed from the snapshot's pods)",
+}
+# eval's flags, each followed by its value
+VALUE_FLAGS: Final = ("--pod", "--node", "--snapshot", "--now")
+_FLAG = re.compile(r"--[a-z][a-z-]*(=.*)?", re.DOTALL)
+
+
+def expression_apart(argv: list[str]) -> list[str]:
+    """`policyext eval -nodeInfo.podCount ...`: argparse reads a word that starts with `-`
+    as a flag, but an expression may start with a negation. The first such word of `eval`
+    that is no flag of its (`-h`, `--NAME`, `--NAME=VALUE`) is moved behind `--`, where
+    argparse reads it as the expression."""
+    if argv[:1] != ["eval"]:
+        return argv
+    kept: list[str] = []
+    expression: list[str] = []
+    words = iter(argv[1:])
+    for word in words:
+        if word == "--":
+            kept += [word, *words]
+        elif word in VALUE_FLAGS:
+            value = next(words, None)  # its value, whatever it starts with
+            kept += [word] if value is None else [word, value]
+        elif not expression and word.startswith("-") and word != "-h" and not _FLAG.fullmatch(word):
+            expression = ["--", word]
+        else:
+            kept.append(word)
+    return ["eval", *kept, *expression]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.node and not args.snapshot:
         return usage("--node needs --snapshot (the file that holds the node)")
+    try:
+        program = cel.compile(args.expression, rule_variables({}, ()))
+    except cel.CELError as e:
+        return _error(args.expression, e)
+    given = {"pod": args.pod, "podRequests": args.pod, "node": args.node, "nodeInfo": args.node}
+    unbound = [name for name in BINDINGS if name in program.references and not given[name]]
+    for name in unbound:
+        usage(f"the expression reads '{name}', which is not bound: bind it with {BINDINGS[name]}")
+    if unbound:
+        return EXIT_USAGE
     try:
         activation = _activation(args)
     except (SnapshotError, cel.CELError) as e:
         return fail(str(e))
     except LookupError as e:
         return fail(str(e.args[0]))
-    try:
-        program = cel.compile(args.expression, rule_variables({}, ()))
-    except cel.CELError as e:
-        return _error(args.expression, e)
     try:
         value = program.evaluate(activation)
     except cel.CELError as e:
@@ -64,21 +114,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _activation(args: argparse.Namespace) -> dict[str, Any]:
-    pods = read_pods(args.pod)
-    if len(pods) != 1:
-        raise SnapshotError(f"{args.pod}: holds {len(pods)} pods; eval takes one")
-    pod = pods[0].pod
     now = (
         cel.parse_timestamp(args.now)
         if args.now
         else cel.Timestamp.from_datetime(datetime.datetime.now(datetime.UTC))
     )
-    activation: dict[str, Any] = {
-        "pod": pod,
-        "now": now,
-        "podRequests": pod_requests(pod),
-        "variables": {},
-    }
+    activation: dict[str, Any] = {"now": now, "variables": {}}
+    if args.pod:
+        pods = read_pods(args.pod)
+        if len(pods) != 1:
+            raise SnapshotError(f"{args.pod}: holds {len(pods)} pods; eval takes one")
+        activation["pod"] = pods[0].pod
+        activation["podRequests"] = pod_requests(pods[0].pod)
     if args.node:
         source = SnapshotSource.from_file(args.snapshot)
         node = source.get_node(args.node)

@@ -20,12 +20,18 @@ from policyext.cli.flags import (
     add_kubeconfig,
     add_output,
     fail,
+    split_paths,
     usage,
 )
 from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
-from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
+from policyext.cluster.snapshot import (
+    SnapshotError,
+    SnapshotSource,
+    read_objects,
+    require_nodes,
+)
 from policyext.policy.compile import PolicySet
 from policyext.policy.explain import decision_to_dict
 from policyext.policy.scheduler.decision import Decision, decide
@@ -43,7 +49,11 @@ def register(commands: Commands) -> None:
     parser.add_argument("pod", metavar="NAMESPACE/POD", help="the pending pod")
     rules = parser.add_mutually_exclusive_group(required=True)
     rules.add_argument(
-        "--rules", action="append", metavar="PATH", help="the policies the extender serves"
+        "--rules",
+        action="extend",
+        type=split_paths,
+        metavar="PATH",
+        help="the policies the extender serves (repeat it or separate paths with commas)",
     )
     rules.add_argument(
         "--rules-configmap",
@@ -151,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             events = failed_scheduling_events(api, namespace, name)
         else:
             objects = read_objects(Path(args.snapshot))
-            source = SnapshotSource(objects, args.snapshot)
+            source = require_nodes(SnapshotSource(objects, args.snapshot))
             events = [o for o in objects if o.get("kind") == "Event"]
     except (SnapshotError, CELError) as e:
         return fail(str(e))

@@ -50,9 +50,10 @@ def read_pods(path: str) -> list[PodInput]:
 
 
 def read_snapshot(path: str, *, no_pods: bool) -> SnapshotSource:
-    """A snapshot file; one with Nodes but no Pods is refused unless `no_pods` says an
-    empty cluster is meant: every node would look empty to `nodeInfo`."""
-    source = SnapshotSource.from_file(path)
+    """A snapshot file; one without Nodes is refused, and one with Nodes but no Pods
+    unless `no_pods` says an empty cluster is meant: every node would look empty to
+    `nodeInfo`."""
+    source = SnapshotSource.with_nodes(path)
     if not source.pods and not no_pods:
         raise SnapshotError(
             f"{path}: Nodes but no Pods, so every node would look empty (nodeInfo); save the "
@@ -73,6 +74,11 @@ def load_nodes(args: argparse.Namespace) -> tuple[list[dict[str, Any]], NodeSour
         return list(source.nodes.values()), source
     objects = read_objects(Path(args.nodes))
     nodes = [o for o in objects if o.get("kind", "Node") == "Node"]
+    if not nodes:
+        raise SnapshotError(
+            f"{args.nodes}: no Node in the file, so no node to schedule on; save them with "
+            "kubectl get nodes -o yaml"
+        )
     for node in nodes:
         try:
             node_allocatable(node)  # an invalid quantity is an error naming its field

@@ -12,7 +12,7 @@ from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add
 from policyext.cli.output import issue_data, plural, print_issues
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.loader import discover_files
-from policyext.policy.model import Issue, PolicyError
+from policyext.policy.model import Issue, Location, PolicyError
 
 
 def register(commands: Commands) -> None:
@@ -33,6 +33,10 @@ def run(args: argparse.Namespace) -> int:
         policy_set = load_policy_set(args.paths)
     except PolicyError as e:
         issues = e.issues
+    if policy_set is not None and not policy_set.policies:
+        # a green CI run on a wrong path would check nothing (as `test` refuses no tests)
+        issues = [_nothing_found(args.paths)]
+        policy_set = None
     if args.output == "json":
         json.dump(_data(policy_set, issues), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -47,6 +51,15 @@ def run(args: argparse.Namespace) -> int:
             f"{plural(policy_set.rule_count(), 'rule')}, version {policy_set.version}"
         )
     return EXIT_OK if policy_set is not None else EXIT_INVALID
+
+
+def _nothing_found(paths: list[str]) -> Issue:
+    files, _ = discover_files(paths)
+    return Issue(
+        Location(paths[0], 1, 1),
+        f"no SchedulingPolicy found: looked in {', '.join(paths)} "
+        f"({plural(len(files), 'YAML or JSON file')} read, none of kind SchedulingPolicy)",
+    )
 
 
 def _data(policy_set: PolicySet | None, issues: list[Issue]) -> dict[str, object]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from policyext.policy.loader import load_yaml_all
+from policyext.policy.loader import load_yaml_all, yaml_error_line
 from policyext.policy.resources import (
     InvalidQuantity,
     NodeInfo,
@@ -40,7 +40,7 @@ def read_objects(path: Path) -> list[Json]:
     except (OSError, UnicodeDecodeError) as e:
         raise SnapshotError(f"{path}: cannot read: {e}") from None
     except yaml.YAMLError as e:
-        raise SnapshotError(f"{path}: not YAML or JSON: {e}") from None
+        raise SnapshotError(yaml_error_line(e, str(path))) from None
     return list(_flatten(documents, path))
 
 
@@ -54,6 +54,18 @@ def _flatten(documents: Iterable[object], path: Path) -> Iterable[Json]:
             yield from _flatten(doc["items"], path)
         else:
             yield doc
+
+
+def require_nodes(source: SnapshotSource) -> SnapshotSource:
+    """The source, if it holds a Node: a snapshot without one (a Service saved by mistake,
+    an empty file) is an error, not a cluster of no nodes where every pod fits nowhere and
+    every node name is unknown."""
+    if not source.nodes:
+        raise SnapshotError(
+            f"{source.description}: no Node in the file, so no node to schedule on; save the "
+            "nodes with their pods: kubectl get nodes,pods -A -o yaml"
+        )
+    return source
 
 
 class SnapshotSource:
@@ -109,6 +121,12 @@ class SnapshotSource:
     def from_file(cls, path: str | Path) -> SnapshotSource:
         p = Path(path)
         return cls(read_objects(p), str(p))
+
+    @classmethod
+    def with_nodes(cls, path: str | Path) -> SnapshotSource:
+        """`from_file` for a file that stands for a cluster to schedule on (see
+        `require_nodes`)."""
+        return require_nodes(cls.from_file(path))
 
     @property
     def has_pods(self) -> bool:

@@ -51,6 +51,12 @@ POD_ONLY_INPUTS: Final = frozenset(("pod", "now", "podRequests"))
 # the variables that depend on the node alone
 NODE_INPUTS: Final = frozenset(("node", "nodeInfo"))
 _NUMBER_TYPES: Final = frozenset(("int", "uint", "double", "dyn"))
+# what a match condition is told when it reads what only the rules see
+_MATCH_SEES_THE_POD: Final = (
+    "match conditions see only `pod` and `now`: they decide once per pod whether the policy "
+    "applies, before any node is looked at; read {name} in a filter or a score rule"
+)
+_RULE_ONLY: Final = frozenset(("node", "nodeInfo", "podRequests", "variables"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,7 +431,9 @@ class _PolicyCompiler:
         for i, c in enumerate(raw.get("conditions") or []):
             expr = doc.expression(("spec", "match", "conditions", i, "expression"))
             condition = MatchCondition(c["name"], expr)
-            program = self.cel(policy, c["name"], expr, MATCH_VARIABLES, ("bool",))
+            program = self.cel(
+                policy, c["name"], expr, MATCH_VARIABLES, ("bool",), _MATCH_SEES_THE_POD
+            )
             if program is not None:
                 conditions.append((condition, program))
         match = Match(
@@ -548,12 +556,20 @@ class _PolicyCompiler:
         expr: Expression,
         declarations: Mapping[str, cel.Type],
         expect: tuple[str, ...],
+        rule_only: str = "",
     ) -> cel.Program | None:
+        """The compiled expression, or None after recording its issue; `rule_only` explains
+        a reference to what only the rules see (`{name}` in it names what was read)."""
         try:
             program = cel.compile(expr.source, declarations, limits=self.limits)
         except cel.CELError as e:
             location = expression_location(expr, e.line, e.column)
             where = f" (expression {e.line}:{e.column})" if e.line is not None else ""
+            undeclared = "undeclared reference to '"
+            if rule_only and e.message.startswith(undeclared):
+                name = e.message[len(undeclared) :].partition("'")[0].partition(".")[0]
+                if name in _RULE_ONLY:
+                    where += ": " + rule_only.format(name=f"`{name}`")
             self.issues.append(Issue(location, f"{e.message}{where}", policy, rule))
             return None
         result = program.result_type

@@ -235,3 +235,22 @@ def _walk(root: Path) -> Iterator[Path]:
         for name in sorted(files):
             if not name.startswith(".") and name.endswith(POLICY_SUFFIXES):
                 yield Path(folder) / name
+
+
+def yaml_error_line(error: yaml.YAMLError, name: str) -> str:
+    """A YAML (or JSON) syntax error of the file `name` on one line, as every other error:
+    `name:line:col: YAML syntax error: problem (while parsing X that starts at line:col)`,
+    instead of PyYAML's several lines that name "<unicode string>"."""
+    if isinstance(error, yaml.reader.ReaderError):  # a character YAML does not allow
+        first = str(error).splitlines()[0]
+        return f"{name}: YAML syntax error: {first} (character {error.position + 1})"
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return f"{name}: YAML syntax error: {' '.join(str(error).split())}"
+    mark = error.problem_mark
+    text = f"{name}:{mark.line + 1}:{mark.column + 1}: YAML syntax error: {error.problem}"
+    start, where = error.context_mark, ""
+    if start is not None and (start.line, start.column) != (mark.line, mark.column):
+        where = f" that starts at {start.line + 1}:{start.column + 1}"
+    if error.context:
+        text += f" ({error.context}{where})"
+    return text

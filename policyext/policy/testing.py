@@ -9,8 +9,9 @@ unless the test turns the emulation off (`spec.schedulerEmulation: false`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,11 +20,18 @@ import yaml
 from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import NodeVerdict
-from policyext.policy.loader import Document, discover, load_yaml_all, read_documents
+from policyext.policy.loader import (
+    Document,
+    discover,
+    load_yaml_all,
+    read_documents,
+    yaml_error_line,
+)
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
 from policyext.policy.resources import NodeSource, pod_requests
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.decision import Decision, decide
+from policyext.policy.scheduler.framework import FILTERS
 from policyext.policy.schema import validate
 from policyext.policy.workloads import pod_from, pods_from
 
@@ -99,8 +107,9 @@ def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
     nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
     pods = getattr(source, "pods", None)
     cluster = Cluster(nodes, pods) if result.scheduler_emulation else None
+    known = filter_names(policies)
     for i, case in enumerate(spec["cases"]):
-        result.cases.append(_run_case(doc, i, case, spec, folder, policies, source, cluster))
+        result.cases.append(_run_case(doc, i, case, spec, folder, policies, source, cluster, known))
     return result
 
 
@@ -113,6 +122,7 @@ def _run_case(
     policies: PolicySet,
     source: NodeSource | None,
     cluster: Cluster | None,
+    known: Collection[str],
 ) -> CaseResult:
     result = CaseResult(case["name"], True)
     try:
@@ -123,7 +133,7 @@ def _run_case(
         return CaseResult(case["name"], False, [f"cannot load the case: {e}"])
     nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
     decision = decide(policies, pod, nodes, source, now, cluster)
-    result.differences = compare(case["expect"], decision)
+    result.differences = compare(case["expect"], decision, known)
     result.passed = not result.differences
     return result
 
@@ -136,7 +146,11 @@ def _pod(value: object, folder: Path) -> dict[str, Any]:
         pod = pod_from(value, "the inline pod").pod
     else:
         path = folder / str(value)
-        pods = pods_from(load_yaml_all(path.read_text(encoding="utf-8")), str(value))
+        try:
+            documents = load_yaml_all(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ValueError(yaml_error_line(e, str(value))) from None
+        pods = pods_from(documents, str(value))
         if len(pods) != 1:
             raise ValueError(f"{value}: a case takes one pod, the file stands for {len(pods)}")
         pod = pods[0].pod
@@ -144,8 +158,33 @@ def _pod(value: object, folder: Path) -> dict[str, Any]:
     return pod
 
 
-def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
-    """Every way the decision differs from the expectation, as readable lines."""
+def filter_names(policies: PolicySet) -> list[str]:
+    """What `rejected:` may name: each filter rule (`policy/rule`) and each filter plugin of
+    the emulated kube-scheduler."""
+    rules = [f"{p.name}/{f.rule.name}" for p in policies.policies for f in p.filters]
+    return [*rules, *FILTERS]
+
+
+def unknown_name(field: str, name: str, known: Collection[str] | None) -> str | None:
+    """The difference to report when `name` is none of `known` (None: not checked): a
+    misspelt name would otherwise read as a rule that did not reject the node."""
+    if known is None or name in known:
+        return None
+    rule = name.rpartition("/")[2]  # the rule under another policy's name, or misspelt
+    close = [k for k in known if k.endswith("/" + rule)] or get_close_matches(name, known, 1)
+    if close:
+        hint = f"did you mean {close[0]}?"
+    else:
+        rules = ", ".join(k for k in known if "/" in k) or "none"
+        hint = f"the filter rules: {rules}; or a scheduler plugin, as TaintToleration"
+    return f"{field}: no filter rule or scheduler plugin named {name!r} ({hint})"
+
+
+def compare(
+    expect: dict[str, Any], decision: Decision, known: Collection[str] | None = None
+) -> list[str]:
+    """Every way the decision differs from the expectation, as readable lines; with
+    `known` (see `filter_names`), a rule name that is none of them is a difference too."""
     diffs: list[str] = []
     by_name = {n.name: n for n in decision.nodes}
     verdicts = {n.name: n.policy for n in decision.nodes}
@@ -160,6 +199,10 @@ def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
                 f" (missing {missing or '-'}, unexpected {extra or '-'})"
             )
     for node, rule in sorted((expect.get("rejected") or {}).items()):
+        misnamed = unknown_name("rejected", rule, known)
+        if misnamed is not None:
+            diffs.append(misnamed)
+            continue
         found = by_name.get(node)
         if found is None:
             diffs.append(f"rejected: node {node!r} is not in the snapshot")
@@ -171,7 +214,9 @@ def compare(expect: dict[str, Any], decision: Decision) -> list[str]:
             got = ", ".join(rules) if rules else "not rejected"
             diffs.append(f"rejected: expected {node} rejected by {rule}, got {got}")
     for node, wanted in sorted((expect.get("auditRejected") or {}).items()):
-        diffs.extend(_audit_differences(node, wanted, verdicts.get(node)))
+        named = [wanted] if isinstance(wanted, str) else wanted
+        wrong = [m for m in (unknown_name("auditRejected", r, known) for r in named) if m]
+        diffs.extend(wrong or _audit_differences(node, wanted, verdicts.get(node)))
     if "best" in expect:
         best = decision.best()
         wanted_best = expect["best"]
