@@ -97,8 +97,7 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
     extender.start(wait=False)
     # not ready, and saying why: the first attempts have failed and are being retried
     status, detail = eventually(
-        lambda: (r := _readyz(extender))[0] == 503 and "retrying" in str(r[1]) and r,
-        timeout=30,
+        lambda: (r := _readyz(extender))[0] == 503 and "retrying" in str(r[1]) and r
     )
     assert status == 503
     assert detail["ready"] is False
@@ -108,7 +107,7 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
     assert extender.metric("policyext_cache_synced", {"resource": "nodes"}) == 0
 
     faults.relay.up()
-    extender.wait_ready(timeout=45)  # the backoff reaches at most a few seconds by then
+    extender.wait_ready()  # the backoff reaches at most a few seconds by then
 
     _, detail = _readyz(extender)
     assert detail["checks"]["nodeSource"] == "synced"
@@ -130,7 +129,7 @@ def test_a_watch_cut_mid_way_loses_no_node_or_pod_update(
     manifest = pod(leaving, scheduler_name=NOBODY)
     manifest["spec"]["nodeName"] = busy
     admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
-    eventually(lambda: extender.probe([busy])[busy]["pods-seen"] == 1)
+    eventually(lambda: extender.probe_value(busy, "pods-seen") == 1)
     relists = extender.metric("policyext_cache_relists_total", {"resource": "pods"})
 
     faults.relay.down()  # every open stream cut; reconnects refused meanwhile
@@ -150,7 +149,7 @@ def test_a_watch_cut_mid_way_loses_no_node_or_pod_update(
         busy: {"pods-seen": 2, "mark-seen": 0},
         late: {"pods-seen": 0, "mark-seen": 3},
     }
-    eventually(lambda: extender.probe(list(expected)) == expected, timeout=30)
+    eventually(lambda: extender.probe(list(expected)) == expected)
     # resumed from the last resourceVersion seen, not listed again
     assert extender.metric("policyext_cache_relists_total", {"resource": "pods"}) == relists
     assert _readyz(extender)[0] == 200
@@ -173,7 +172,7 @@ def test_an_api_server_restart_is_survived_and_scheduling_goes_on(
     name = _unique("pod")
     admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=SCHEDULER))
 
-    eventually(lambda: _bound(admin, namespace, name), timeout=60)
+    eventually(lambda: _bound(admin, namespace, name))
 
     assert _bound(admin, namespace, name) == node
     # bound by us, through the restarted API server (counted once our handler returns,
@@ -202,13 +201,12 @@ def test_an_extender_restart_loses_no_pending_pod(
         lambda: admin.get(
             f"/api/v1/namespaces/{namespace}/events",
             fieldSelector=f"involvedObject.name={names[0]},reason=FailedScheduling",
-        )["items"],
-        timeout=30,
+        )["items"]
     )
     assert not any(_bound(admin, namespace, name) for name in names)
     extender.start()
 
-    eventually(lambda: all(_bound(admin, namespace, name) for name in names), timeout=60)
+    eventually(lambda: all(_bound(admin, namespace, name) for name in names))
 
     assert {_bound(admin, namespace, name) for name in names} == {node}
     # bound by us (counted once our handler returns, a moment after the API shows the
