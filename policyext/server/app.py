@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import orjson
 from flask import Flask, Response, request
 from gunicorn.http import errors as http_errors
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
@@ -42,6 +42,8 @@ from policyext.store import PolicyStore
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
 DEFAULT_REQUEST_DEADLINE = 3.0
+# what a chunked body is read in (Werkzeug checks the limit on each read)
+CHUNKED_READ = 64 * 1024
 log = logging.getLogger("policyext.server")
 
 
@@ -107,25 +109,26 @@ def create_app(
     )
 
     def raw_body() -> bytes:
-        """The body, at most `max_body` bytes: Werkzeug checks Content-Length, but a chunked
-        body has none, so it is read with the limit here."""
+        """The body. Werkzeug holds it to `max_body` (MAX_CONTENT_LENGTH): a Content-Length
+        over it before reading, a chunked body by raising 413 on a read past it (gunicorn
+        sets wsgi.input_terminated); and the worker's framing refuses either before the
+        application sees it."""
         mimetype = request.mimetype
         if mimetype and mimetype != "application/json":
             raise UnsupportedMediaType(mimetype)
         if request.content_length is not None:
             return request.get_data(cache=False)
+        # a chunked body is read until it ends, never in one read(): Werkzeug's readall
+        # stops at the limit and returns what it has, where a read past it answers 413
         chunks: list[bytes] = []
-        size = 0
-        while size <= options.max_body:  # a stream read may return less than asked
+        while True:
             try:
-                chunk = request.stream.read(options.max_body + 1 - size)
+                chunk = request.stream.read(CHUNKED_READ)
             except (http_errors.ParseException, http_errors.NoMoreData) as e:
                 raise wire.WireError(chunked_framing_error(e)) from None
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
-            size += len(chunk)
-        raise RequestEntityTooLarge()
 
     def body() -> dict[str, Any]:
         return wire.decode(raw_body())

@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from tests.e2e.controlplane import Component, ControlPlane, KubeClient, fake_node, free_port, pod
+from tests.e2e.controlplane import (
+    PATIENCE,
+    Component,
+    ControlPlane,
+    KubeClient,
+    fake_node,
+    free_port,
+    pod,
+)
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -89,12 +97,12 @@ class Extender:
             name, policyext_argv(*argv, *args), control_plane.logdir / f"{name}.log"
         )
 
-    def start(self, *, wait: bool = True, timeout: float = 30.0) -> None:
+    def start(self, *, wait: bool = True, timeout: float = PATIENCE) -> None:
         self.component.start()
         if wait:
             self.wait_ready(timeout)
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = PATIENCE) -> None:
         # ready once the policies are loaded and both watches have listed
         self.component.wait_ready(lambda: self.get("/readyz")[0] == 200, timeout)
 
@@ -118,7 +126,7 @@ class Extender:
 
     def _call(self, request: urllib.request.Request) -> tuple[int, Json | str]:
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=PATIENCE) as response:
                 return response.status, _decode(response.read())
         except urllib.error.HTTPError as e:
             return e.code, _decode(e.read())
@@ -134,6 +142,11 @@ class Extender:
             if line.startswith(prefix):
                 return float(line[len(prefix) :])
         return None
+
+    def probe_value(self, node: str, rule: str) -> float | None:
+        """One probe value of one node ("pods-seen", "mark-seen"); None while the node is
+        not in the extender's cache yet (what a wait polls for)."""
+        return self.probe([node]).get(node, {}).get(rule)
 
     def probe(self, nodes: Sequence[str]) -> dict[str, dict[str, float]]:
         """The probe policy's score values per node: {"pods-seen": n, "mark-seen": m}."""
@@ -159,7 +172,7 @@ def _decode(raw: bytes) -> Json | str:
 def http_get(url: str) -> tuple[int, str]:
     """Status and body of a GET; 0 when nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=PATIENCE) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, ""
@@ -185,7 +198,9 @@ def spot_and_on_demand(admin: KubeClient) -> str:
     return suffix
 
 
-def eventually(probe: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.05) -> T:
+def eventually(
+    probe: Callable[[], T | None], timeout: float = PATIENCE, interval: float = 0.05
+) -> T:
     """The first truthy value of `probe()`, polled until `timeout` (generous: a limit on
     a bug, not a promise of speed, which belongs in bench/)."""
     deadline = time.monotonic() + timeout

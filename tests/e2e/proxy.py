@@ -13,7 +13,7 @@ import socket
 import threading
 from types import TracebackType
 
-from tests.e2e.controlplane import free_port
+from tests.e2e.controlplane import PATIENCE, free_port
 
 CHUNK = 64 * 1024
 
@@ -81,7 +81,7 @@ class Relay:
             except OSError:
                 return  # closed by down()
             try:
-                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), PATIENCE)
             except OSError:
                 client.close()
                 continue

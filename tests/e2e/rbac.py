@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from tests.e2e.controlplane import POLICYEXT, ApiError, KubeClient
+from tests.e2e.controlplane import PATIENCE, POLICYEXT, ApiError, KubeClient
 
 RBAC_API: Final = "/apis/rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE: Final = "policyext"
@@ -119,7 +119,7 @@ def can(
     return bool(review["status"].get("allowed"))
 
 
-def wait_until_granted(client: KubeClient, timeout: float = 10.0) -> None:
+def wait_until_granted(client: KubeClient, timeout: float = PATIENCE) -> None:
     """The authorizer reads RBAC objects from an informer: a grant lands within moments."""
     deadline = time.monotonic() + timeout
     while not (

@@ -70,9 +70,8 @@ def test_a_scheduled_pod_gets_an_event_naming_the_audit_rule_and_the_nodes(
     admin.wait_for(
         f"/api/v1/namespaces/{namespace}/pods/{name}",
         lambda p: bool(p["spec"].get("nodeName")),
-        timeout=60,
     )
-    [event] = eventually(lambda: _audit_events(admin, namespace, name), timeout=60)
+    [event] = eventually(lambda: _audit_events(admin, namespace, name))
 
     assert event["type"] == "Normal"
     assert event["involvedObject"]["kind"] == "Pod"
@@ -97,10 +96,9 @@ def test_the_same_finding_for_a_pod_filtered_again_is_recorded_once(
         lambda: (
             (extender.metric("policyext_audit_events_total", {"result": "repeated"}) or 0)
             >= repeated + 2
-        ),
-        timeout=60,
+        )
     )
 
-    [event] = eventually(lambda: _audit_events(admin, namespace, name), timeout=60)
+    [event] = eventually(lambda: _audit_events(admin, namespace, name))
     assert event["count"] == 1
     assert "rollout/no-spot-nodes" in event["message"]

@@ -21,6 +21,7 @@ from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import ClientConfigError, ClusterSettings, api_client
 from policyext.cluster.watch import Reflector
 from tests.e2e.controlplane import (
+    PATIENCE,
     Component,
     ControlPlane,
     KubeClient,
@@ -514,7 +515,7 @@ def policy_scheduler(
     server.start()
     try:
         # ready once the policies are loaded and both watches have listed
-        server.wait_ready(lambda: http_get(f"{url}/readyz")[0] == 200, timeout=30)
+        server.wait_ready(lambda: http_get(f"{url}/readyz")[0] == 200, timeout=PATIENCE)
         control_plane.start_scheduler(config, name="policy-scheduler")
         yield url
     finally:

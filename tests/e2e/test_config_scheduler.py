@@ -24,6 +24,7 @@ import yaml
 
 from tests.e2e.binaries import Binaries
 from tests.e2e.controlplane import (
+    PATIENCE,
     SCHEDULER,
     ApiError,
     Component,
@@ -112,7 +113,7 @@ def _in_cluster_scheduler(control_plane: ControlPlane, config: Path, name: str) 
     control_plane.components[name] = scheduler
     scheduler.start()
     context = ssl.create_default_context(cafile=str(control_plane.ca_file))
-    scheduler.wait_ready(lambda: _https_ok(port, "/readyz", context, None), timeout=60)
+    scheduler.wait_ready(lambda: _https_ok(port, "/readyz", context, None), timeout=PATIENCE)
     return scheduler
 
 
@@ -167,7 +168,6 @@ def test_the_printed_configuration_runs_a_second_scheduler_that_calls_the_extend
         seen = admin.wait_for(
             f"/api/v1/namespaces/{namespace}/pods/critical",
             lambda p: bool(p["spec"].get("nodeName")),
-            timeout=60,
         )
         # the roomy spot node wins without the extender; its policy keeps critical pods off
         assert seen["spec"]["nodeName"] == f"on-demand-{suffix}"

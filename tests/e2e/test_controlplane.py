@@ -10,6 +10,7 @@ import pytest
 
 from tests.e2e.controlplane import (
     NOT_READY_TAINT,
+    PATIENCE,
     POLICYEXT,
     SCHEDULER,
     ApiError,
@@ -154,14 +155,14 @@ def test_the_scheduler_identity_has_the_scheduler_roles_and_no_more(
     assert review["status"]["allowed"] is allowed
 
 
-def _eventually_allowed(client: KubeClient, path: str, attempts: int = 50) -> dict[str, Any]:
-    last: ApiError | None = None
-    for _ in range(attempts):
+def _eventually_allowed(client: KubeClient, path: str) -> dict[str, Any]:
+    """The object, once the authorizer has the grant (RBAC reaches it from an informer, a
+    moment after the binding is stored): forbidden until then, PATIENCE at most."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
         try:
             return client.get(path)
         except ApiError as error:
-            if error.status != 403:
+            if error.status != 403 or time.monotonic() > deadline:
                 raise
-            last = error
             time.sleep(0.1)
-    raise AssertionError(f"still forbidden after {attempts} tries: {last}")

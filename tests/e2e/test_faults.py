@@ -104,7 +104,7 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
     # not ready, and saying why on /policies (/readyz says the category only): the first
     # attempts have failed and are being retried
     problem = eventually(
-        lambda: "retrying" in (p := _node_source(extender).get("problem", "")) and p, timeout=30
+        lambda: "retrying" in (p := _node_source(extender).get("problem", "")) and p
     )
     assert problem.startswith("nodes: ")
     status, detail = _readyz(extender)
@@ -117,7 +117,7 @@ def test_an_api_server_unreachable_at_start_is_reported_then_recovered_from(
     assert extender.metric("policyext_cache_synced", {"resource": "nodes"}) == 0
 
     faults.relay.up()
-    extender.wait_ready(timeout=45)  # the backoff reaches at most a few seconds by then
+    extender.wait_ready()  # the backoff reaches at most a few seconds by then
 
     _, detail = _readyz(extender)
     assert detail["checks"]["nodeSource"] == "synced"
@@ -139,7 +139,7 @@ def test_a_watch_cut_mid_way_loses_no_node_or_pod_update(
     manifest = pod(leaving, scheduler_name=NOBODY)
     manifest["spec"]["nodeName"] = busy
     admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
-    eventually(lambda: extender.probe([busy])[busy]["pods-seen"] == 1)
+    eventually(lambda: extender.probe_value(busy, "pods-seen") == 1)
     relists = extender.metric("policyext_cache_relists_total", {"resource": "pods"})
 
     faults.relay.down()  # every open stream cut; reconnects refused meanwhile
@@ -159,7 +159,7 @@ def test_a_watch_cut_mid_way_loses_no_node_or_pod_update(
         busy: {"pods-seen": 2, "mark-seen": 0},
         late: {"pods-seen": 0, "mark-seen": 3},
     }
-    eventually(lambda: extender.probe(list(expected)) == expected, timeout=30)
+    eventually(lambda: extender.probe(list(expected)) == expected)
     # resumed from the last resourceVersion seen, not listed again
     assert extender.metric("policyext_cache_relists_total", {"resource": "pods"}) == relists
     assert _readyz(extender)[0] == 200
@@ -182,7 +182,7 @@ def test_an_api_server_restart_is_survived_and_scheduling_goes_on(
     name = _unique("pod")
     admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=SCHEDULER))
 
-    eventually(lambda: _bound(admin, namespace, name), timeout=60)
+    eventually(lambda: _bound(admin, namespace, name))
 
     assert _bound(admin, namespace, name) == node
     # bound by us, through the restarted API server (counted once our handler returns,
@@ -211,13 +211,12 @@ def test_an_extender_restart_loses_no_pending_pod(
         lambda: admin.get(
             f"/api/v1/namespaces/{namespace}/events",
             fieldSelector=f"involvedObject.name={names[0]},reason=FailedScheduling",
-        )["items"],
-        timeout=30,
+        )["items"]
     )
     assert not any(_bound(admin, namespace, name) for name in names)
     extender.start()
 
-    eventually(lambda: all(_bound(admin, namespace, name) for name in names), timeout=60)
+    eventually(lambda: all(_bound(admin, namespace, name) for name in names))
 
     assert {_bound(admin, namespace, name) for name in names} == {node}
     # bound by us (counted once our handler returns, a moment after the API shows the

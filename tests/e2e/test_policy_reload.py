@@ -20,6 +20,7 @@ import pytest
 
 from tests.cluster.policies import BROKEN
 from tests.e2e.controlplane import (
+    PATIENCE,
     POLICYEXT,
     ApiError,
     Component,
@@ -55,7 +56,7 @@ spec:
 
 def _get_json(url: str) -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=PATIENCE) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
@@ -141,7 +142,7 @@ def setup(control_plane: ControlPlane, policyext_kubeconfig: Path) -> Iterator[S
     )
     server.start()
     try:
-        server.wait_ready(lambda: _get_json(f"{url}/readyz")[0] == 200, timeout=30)
+        server.wait_ready(lambda: _get_json(f"{url}/readyz")[0] == 200, timeout=PATIENCE)
         control_plane.start_scheduler(scheduler_config(url, SCHEDULER_NAME), name=SCHEDULER_NAME)
         yield state
     finally:
@@ -272,7 +273,7 @@ def test_an_extender_that_cannot_read_its_configmap_serves_nothing_and_says_why(
         request = json.dumps({"Pod": pod("p"), "NodeNames": ["any-node"], "Nodes": None}).encode()
         reply = urllib.request.urlopen(
             urllib.request.Request(f"{url}/filter", request, {"Content-Type": "application/json"}),
-            timeout=5,
+            timeout=PATIENCE,
         )
         answer = json.loads(reply.read())
         assert answer["Error"].startswith("policyext has no policies loaded yet")

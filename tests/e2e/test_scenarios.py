@@ -100,11 +100,10 @@ def _create(admin: KubeClient, namespace: str, manifest: dict[str, Any]) -> dict
     return admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
 
 
-def _bound_node(admin: KubeClient, namespace: str, name: str, timeout: float = 30) -> str:
+def _bound_node(admin: KubeClient, namespace: str, name: str) -> str:
     seen = admin.wait_for(
         f"/api/v1/namespaces/{namespace}/pods/{name}",
         lambda p: bool(p["spec"].get("nodeName")),
-        timeout,
     )
     return str(seen["spec"]["nodeName"])
 
@@ -226,7 +225,7 @@ def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(
         events = _events(admin, namespace, name, "FailedScheduling")
         return [e for e in events if "critical pods do not run on spot nodes" in e["message"]]
 
-    message = eventually(with_our_reason, timeout=60)[0]["message"]
+    message = eventually(with_our_reason)[0]["message"]
     assert message.startswith("0/")  # the scheduler's own summary, with our reason in it
 
     def scheduled_condition() -> dict[str, Any] | None:
@@ -236,7 +235,7 @@ def test_a_pod_that_fits_nowhere_says_why_in_its_failed_scheduling_event(
         conditions = {c["type"]: c for c in stored["status"].get("conditions", [])}
         return conditions.get("PodScheduled")
 
-    condition = eventually(scheduled_condition, timeout=60)
+    condition = eventually(scheduled_condition)
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
 
 

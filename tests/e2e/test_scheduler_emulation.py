@@ -255,15 +255,14 @@ def _outcome(admin: KubeClient, namespace: str, name: str) -> tuple[str, str]:
         message = _failed_scheduling(admin, namespace, name)
         return ("failed", message) if message else None
 
-    return eventually(seen, timeout=60)
+    return eventually(seen)
 
 
 def _wait_until_the_extender_sees(extender: Extender, bound: dict[str, int]) -> None:
     """The extender's caches hold the round's nodes and their pods; kube-scheduler watches
     the same API server, so its own cache has them by then too."""
     eventually(
-        lambda: {n: int(v["pods-seen"]) for n, v in extender.probe(list(bound)).items()} == bound,
-        timeout=60,
+        lambda: {n: int(v["pods-seen"]) for n, v in extender.probe(list(bound)).items()} == bound
     )
 
 
@@ -329,7 +328,7 @@ def test_explain_shows_a_pending_pods_reasons_and_its_failed_scheduling_event(
     }
     manifest["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "2"}
     admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
-    event = eventually(lambda: _failed_scheduling(admin, namespace, "waiting"), timeout=60)
+    event = eventually(lambda: _failed_scheduling(admin, namespace, "waiting"))
 
     run = subprocess.run(
         [

@@ -1,44 +1,121 @@
-"""An evaluation's refusals (what a filter reply lists) agree with its nodes' own verdicts,
-however many rules rejected which nodes."""
+"""An evaluation's refusals (what a filter reply lists) are those a plain model of the rules
+gives: a node rejected by any unresolvable rule is unresolvable, whatever else rejected it
+and in whichever order; its message is its rules' messages in the order they rejected it,
+each once. However many rules rejected which nodes, and whether a node also has a verdict
+of its own (an Audit would-reject, a message of its own) made before or after them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyext.policy.verdicts import Evaluation, Rejection
+from policyext.policy.verdicts import MESSAGE_SEPARATOR, Evaluation, Rejection
+
+
+@dataclass
+class Model:
+    """What each node should end up with: the (message, unresolvable) of every rejection,
+    in the order they were made."""
+
+    names: list[str]
+    rejections: dict[int, list[tuple[str, bool]]] = field(default_factory=dict)
+
+    def reject(self, i: int, message: str, unresolvable: bool) -> None:
+        self.rejections.setdefault(i, []).append((message, unresolvable))
+
+    def expected(self) -> tuple[list[str], dict[str, str], dict[str, str]]:
+        """The feasible names, then FailedNodes and FailedAndUnresolvableNodes."""
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        for i in sorted(self.rejections):
+            found = self.rejections[i]
+            message = MESSAGE_SEPARATOR.join(dict.fromkeys(m for m, _ in found))
+            into = unresolvable if any(u for _, u in found) else failed
+            into[self.names[i]] = message
+        feasible = [n for i, n in enumerate(self.names) if i not in self.rejections]
+        return feasible, failed, unresolvable
 
 
 @st.composite
-def evaluations(draw: st.DrawFn) -> Evaluation:
+def evaluations(draw: st.DrawFn) -> tuple[Evaluation, Model]:
     """Up to 12 Enforce rules (past the 8 that fit a byte), some unresolvable, some with one
-    message between them, rejecting random nodes; and a few nodes with verdicts of their
-    own beside the shared rejections."""
+    message between them, rejecting random nodes; and, between them, rejections of a node's
+    own, which give it a verdict the later shared rejections are added to."""
     count = draw(st.integers(1, 40))
-    ev = Evaluation("v1", [], [f"node-{i}" for i in range(count)])
-    for k in range(draw(st.integers(0, 12))):
+    names = [f"node-{i}" for i in range(count)]
+    ev = Evaluation("v1", [], names)
+    model = Model(names)
+    own = 0
+    for k in range(draw(st.integers(0, 15))):
+        if draw(st.integers(0, 4)) == 0:  # a rejection of one node's own
+            i = draw(st.integers(0, count - 1))
+            unresolvable = draw(st.booleans())
+            verdict = ev.verdict(i)
+            verdict.rejections = [*verdict.rejections, Rejection("q", f"own{own}", f"own {own}")]
+            verdict.feasible = False
+            verdict.unresolvable = verdict.unresolvable or unresolvable  # as the engine does
+            model.reject(i, f"own {own}", unresolvable)
+            own += 1
+            continue
         message = draw(st.sampled_from([f"rule {k} says no", "shared message"]))
-        rejection = Rejection("p", f"r{k}", message, unresolvable=draw(st.booleans()))
-        ev.add_plain(
-            rejection, np.array(draw(st.lists(st.booleans(), min_size=count, max_size=count)))
-        )
-    for i in draw(st.lists(st.integers(0, count - 1), max_size=3)):
-        verdict = ev.verdict(i)
-        verdict.rejections = [*verdict.rejections, Rejection("q", "own", f"own {i}")]
-        verdict.feasible = False
-    return ev
+        unresolvable = draw(st.booleans())
+        mask = draw(st.lists(st.booleans(), min_size=count, max_size=count))
+        ev.add_plain(Rejection("p", f"r{k}", message, unresolvable=unresolvable), np.array(mask))
+        for i in np.nonzero(mask)[0].tolist():
+            model.reject(i, message, unresolvable)
+    return ev, model
 
 
 @settings(max_examples=300, deadline=None)
 @given(evaluations())
-def test_the_refused_nodes_and_their_messages_are_those_of_each_nodes_verdict(
-    ev: Evaluation,
+def test_the_refused_nodes_and_their_messages_are_those_the_rules_give(
+    case: tuple[Evaluation, Model],
 ) -> None:
-    failed, unresolvable = ev.rejected()
-    nodes = ev.nodes
-    assert failed == {v.name: v.message() for v in nodes if not v.feasible and not v.unresolvable}
-    assert unresolvable == {v.name: v.message() for v in nodes if v.unresolvable}
-    feasible, *refusals = ev.filter_outcome()
-    assert feasible == [v.name for v in nodes if v.feasible]
+    ev, model = case
+    feasible, failed, unresolvable = model.expected()
+    assert ev.rejected() == (failed, unresolvable)
+    outcome_feasible, *refusals = ev.filter_outcome()
+    assert outcome_feasible == feasible
     assert [r.as_dict() for r in refusals] == [failed, unresolvable]
+    assert ev.feasible_names() == feasible
+    few = ev.few_refusals(len(model.names))
+    if few is not None:  # (only without verdicts of a node's own, up to 8 rules)
+        assert few == (feasible, failed, unresolvable)
+    for v in ev.nodes:
+        assert v.unresolvable == (v.name in unresolvable)
+        assert v.feasible == (v.name in feasible)
+
+
+UNRESOLVABLE = True
+ORDINARY = False
+
+
+@pytest.mark.parametrize(
+    ("rules", "unresolvable"),
+    [
+        ([UNRESOLVABLE], True),
+        ([ORDINARY], False),
+        ([UNRESOLVABLE, ORDINARY], True),
+        ([ORDINARY, UNRESOLVABLE], True),
+        ([ORDINARY, UNRESOLVABLE, ORDINARY], True),
+        ([UNRESOLVABLE, ORDINARY, ORDINARY], True),
+        ([ORDINARY, ORDINARY], False),
+    ],
+    ids=lambda v: "".join("U" if r else "O" for r in v) if isinstance(v, list) else str(v),
+)
+@pytest.mark.parametrize("own_verdict", [False, True], ids=["shared only", "with a verdict"])
+def test_a_node_is_unresolvable_when_any_rule_that_rejected_it_is(
+    rules: list[bool], unresolvable: bool, own_verdict: bool
+) -> None:
+    ev = Evaluation("v1", [], ["n"])
+    for k, u in enumerate(rules):
+        ev.add_plain(Rejection("p", f"r{k}", f"no {k}", unresolvable=u), np.array([True]))
+        if own_verdict and k == 0:
+            ev.verdict(0)  # as an Audit would-reject after the first rule makes it
+    message = "; ".join(f"no {k}" for k in range(len(rules)))
+    expected = ({}, {"n": message}) if unresolvable else ({"n": message}, {})
+    assert ev.rejected() == expected

@@ -40,6 +40,7 @@ class Call:
     length: str | None = None  # Content-Length, when not the body's
     method: str = "POST"
     broken: bool = False  # reading the body fails (the connection broke)
+    chunked: bool = False  # no Content-Length: read until it ends, as gunicorn gives it
 
 
 class BrokenBody(io.RawIOBase):
@@ -61,6 +62,8 @@ CALLS = [
     Call("an empty body", body=b""),
     Call("a body cut short", length=str(len(NAMES) + 10)),
     Call("a body over the limit", body=b" " * (LIMIT + 1)),
+    Call("a chunked body", chunked=True),
+    Call("a chunked body over the limit", body=NAMES + b" " * LIMIT, chunked=True),
     Call("a GET", method="GET", body=b""),
     Call("a path with a slash more", path="/filter/"),
     Call("a connection that breaks while the body is read", broken=True),
@@ -98,8 +101,12 @@ def _environ(call: Call) -> dict[str, Any]:
         "wsgi.url_scheme": "http",
         "wsgi.input": BrokenBody() if call.broken else io.BytesIO(call.body),
         "wsgi.errors": sys.stderr,
-        "CONTENT_LENGTH": call.length if call.length is not None else str(len(call.body)),
     }
+    if call.chunked:
+        environ["HTTP_TRANSFER_ENCODING"] = "chunked"
+        environ["wsgi.input_terminated"] = True  # gunicorn's: the stream ends with the body
+    else:
+        environ["CONTENT_LENGTH"] = call.length if call.length is not None else str(len(call.body))
     if call.content_type is not None:
         environ["CONTENT_TYPE"] = call.content_type
     return environ
@@ -167,6 +174,24 @@ def test_an_unexpected_error_is_a_logged_500_with_a_json_body_as_in_flask(
     assert answers[0] == answers[1]
     assert answers[0][0] == "500 INTERNAL SERVER ERROR"
     assert _counts(metrics)["policyext_requests_total[('code', '500'), ('verb', 'filter')]"] == 2
+
+
+@pytest.mark.parametrize(
+    ("size", "status"), [(LIMIT - 1, "200 OK"), (LIMIT + 1, "413 REQUEST ENTITY TOO LARGE")]
+)
+def test_the_application_holds_a_chunked_body_to_the_limit_itself(
+    app: tuple[Flask, Metrics], size: int, status: str
+) -> None:
+    """Werkzeug's limit on the stream, without the worker's framing in front: a server
+    that let an oversized chunked body through would still get its 413."""
+    flask_app, _ = app
+    body = NAMES + b" " * (size - len(NAMES))
+    answered, _, reply = _answer(flask_app, Call("chunked", body=body, chunked=True))
+    assert answered == status
+    if size > LIMIT:
+        assert json.loads(reply)["error"] == f"the body is larger than the limit of {LIMIT} bytes"
+    else:
+        assert json.loads(reply)["Error"] == ""
 
 
 BIND = fixture_bytes("bind.request.json").rstrip()

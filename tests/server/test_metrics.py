@@ -3,6 +3,7 @@ gunicorn workers answer (prometheus_client's multiprocess mode)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -315,7 +316,12 @@ def _send_until_both_workers_answered(workers: TwoWorkers, request: Json) -> int
 def test_with_two_workers_one_scrape_adds_up_the_counts_of_both(two_workers: TwoWorkers) -> None:
     request = args_with_nodes(pod("web-1"), TEST_NODES)
     sent = _send_until_both_workers_answered(two_workers, request)
+    # a call is counted once its reply is sent: the last ones may still be on their way
+    deadline = time.monotonic() + 60
     per_worker = _filter_counts(two_workers.metrics_dir)
+    while sum(per_worker.values()) < sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+        per_worker = _filter_counts(two_workers.metrics_dir)
     assert sum(per_worker.values()) == sent
 
     for _ in range(6):  # whichever worker answers the scrape sees the whole server

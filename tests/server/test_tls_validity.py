@@ -15,7 +15,7 @@ pytest.importorskip("cryptography", reason="the TLS tests make certificates with
 from tests.server.certs import Pair, Pki, make_pki
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
-from tests.server.test_tls import HANDSHAKE_REFUSED, REQUEST, client_context
+from tests.server.test_tls import REQUEST, client_context, tls_refusal
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +76,18 @@ def mtls_server(serve: ServerFactory, pki: Pki) -> ExtenderServer:
 
 
 @pytest.mark.parametrize(
-    "which",
-    ["expired_client", "future_client", "rogue_client", None],
+    ("which", "alert"),
+    [
+        ("expired_client", "SSLV3_ALERT_CERTIFICATE_EXPIRED"),
+        ("future_client", "SSLV3_ALERT_BAD_CERTIFICATE"),
+        ("rogue_client", "TLSV1_ALERT_UNKNOWN_CA"),
+        (None, "TLSV13_ALERT_CERTIFICATE_REQUIRED"),
+    ],
     ids=["expired", "not yet valid", "signed by another CA", "no client certificate"],
 )
 def test_mtls_refuses_a_client_certificate_that_is_not_currently_valid(
-    mtls_server: ExtenderServer, pki: Pki, which: str | None
+    mtls_server: ExtenderServer, pki: Pki, which: str | None, alert: str
 ) -> None:
     cert = getattr(pki, which) if which else None
-    with pytest.raises(HANDSHAKE_REFUSED):
-        _filter(mtls_server, client_context(pki.ca, cert))
+    assert tls_refusal(mtls_server, client_context(pki.ca, cert)) == alert
     assert _filter(mtls_server, client_context(pki.ca, pki.client)) == 200

@@ -1,19 +1,19 @@
 """The extender protocol on the wire, verb by verb, in both modes of kube-scheduler.
 
 The request fixtures are shaped as kube-scheduler marshals the extender/v1 types; the reply
-fixtures are the exact bytes the server must send back (regenerate them with
-POLICYEXT_UPDATE_FIXTURES=1 and review the diff).
+fixtures are the exact bytes the server must send back (after a deliberate change, rewrite
+them with POLICYEXT_UPDATE_FIXTURES=1 and review the diff: see golden.py).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests.server.conftest import ServerFactory
+from tests.server.golden import assert_matches_fixture
 from tests.server.harness import FIXTURES, ExtenderServer, send
 from tests.server.kube import Json, args_with_names, args_with_nodes, fixture, node, pod
 
@@ -45,11 +45,7 @@ def test_each_verb_answers_its_fixture_request_with_exactly_the_committed_reply_
     reply = demo_server.post(path, (FIXTURES / f"{name}.request.json").read_bytes())
     assert reply.status == 200
     assert reply.content_type == "application/json"
-    expected = FIXTURES / f"{name}.reply.json"
-    if os.environ.get("POLICYEXT_UPDATE_FIXTURES"):
-        expected.write_bytes(reply.body + b"\n")
-        pytest.skip(f"rewrote {expected.name}")
-    assert reply.body + b"\n" == expected.read_bytes()
+    assert_matches_fixture(reply.body + b"\n", FIXTURES / f"{name}.reply.json")
 
 
 # -- filter ---------------------------------------------------------------------------------

@@ -11,9 +11,7 @@ import pytest
 import yaml
 
 from policyext.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "rules" / "tests" / ".fixtures"
+from tests.cli.run import FIXTURES, REPO
 
 
 def _event(message: str, when: str) -> dict[str, Any]:
@@ -51,7 +49,7 @@ def _explain(snapshot: Path, *extra: str) -> list[str]:
         "explain",
         "ml/finetune-bert-0",
         "--rules",
-        str(ROOT / "rules"),
+        str(REPO / "rules"),
         "--snapshot",
         str(snapshot),
         *extra,

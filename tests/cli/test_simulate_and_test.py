@@ -9,13 +9,12 @@ import pytest
 import yaml
 
 from policyext.cli import main
+from tests.cli.run import FIXTURES, REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "rules" / "tests" / ".fixtures"
 SIMULATE = [
     "simulate",
     "--rules",
-    str(ROOT / "rules"),
+    str(REPO / "rules"),
     "--pod",
     str(FIXTURES / "critical-pod.yaml"),
     "--snapshot",
@@ -56,7 +55,7 @@ def test_simulate_sends_a_tolerating_pod_where_the_scheduler_would(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # the web pod tolerates no taint: the freest node, tainted gpu-a, is not a choice
-    args = ["simulate", "--rules", str(ROOT / "rules" / "most-free-cpu.yaml")]
+    args = ["simulate", "--rules", str(REPO / "rules" / "most-free-cpu.yaml")]
     args += ["--pod", str(FIXTURES / "web-pod.yaml"), "--snapshot", str(FIXTURES / "cluster.yaml")]
     assert main([*args, "-o", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -161,7 +160,7 @@ def test_a_policy_test_is_judged_with_the_scheduler_unless_it_turns_the_emulatio
         "kind": "PolicyTest",
         "metadata": {"name": "emulation"},
         "spec": {
-            "policies": [str(ROOT / "rules" / "most-free-cpu.yaml")],
+            "policies": [str(REPO / "rules" / "most-free-cpu.yaml")],
             "snapshot": str(FIXTURES / "cluster.yaml"),
             "schedulerEmulation": emulation,
             "cases": [

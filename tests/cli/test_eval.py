@@ -3,14 +3,11 @@ sees it, its value and type, or its error with the position."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from policyext.cli import main
+from tests.cli.run import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "rules" / "tests" / ".fixtures"
 POD = ["--pod", str(FIXTURES / "critical-pod.yaml"), "--now", "2026-03-14T21:00:00Z"]
 NODE = ["--node", "general-a", "--snapshot", str(FIXTURES / "cluster.yaml")]
 
