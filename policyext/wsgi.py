@@ -104,6 +104,8 @@ def build_app(settings: Settings) -> Flask:
         url_prefix=settings.url_prefix,
         max_body=settings.max_body,
         request_deadline=settings.request_deadline,
+        bind_verb=settings.bind_verb,
+        scheduler_names=tuple(settings.scheduler_names),
     )
     app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage

@@ -39,7 +39,9 @@ def extender(
 ) -> Iterator[Extender]:
     rules = tmp_path_factory.mktemp("audit-rules")
     (rules / "rollout.yaml").write_text(ROLLOUT)
-    server = Extender(control_plane, policyext_kubeconfig, [rules], name="policyext-audit")
+    server = Extender(
+        control_plane, policyext_kubeconfig, [rules], name="policyext-audit", binds_for=SCHEDULER
+    )
     server.start()
     try:
         control_plane.start_scheduler(scheduler_config(server.url, SCHEDULER), name=SCHEDULER)

@@ -85,6 +85,7 @@ def extender(
         [rules],
         name="policyext-scenarios",
         args=("--log-level", "debug"),
+        binds_for=SCHEDULER,
     )
     server.start()
     try:
