@@ -80,7 +80,7 @@ def build_app(settings: Settings) -> Flask:
         source = live
         binder = ClusterBinder(api, live)
         if settings.audit_events_per_second > 0:
-            audits = AuditEvents(api, socket.gethostname(), settings.audit_events_per_second)
+            audits = AuditEvents(api, live, socket.gethostname(), settings.audit_events_per_second)
             metrics.watch_audit_events(audits)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it

@@ -148,7 +148,9 @@ class AuditEventsCollector(Collector):
         family = CounterMetricFamily(
             "policyext_audit_events",
             "Audit findings offered for an Event on the pod, by result: recorded, repeated (the"
-            " same finding for a retried pod), dropped (over the rate or the queue), failed.",
+            " same finding for a retried pod), unverified (the cluster has no such pod, or a"
+            " node is not in the node cache: no Event), dropped (over the rate or the queue),"
+            " failed.",
             labels=["result"],
         )
         for result, count in sorted(self.source.counts.items()):
