@@ -124,7 +124,8 @@ class BindVerb:
         if refusal is not None:
             message = refusal.message
             self.metrics.bind_refused(refusal.reason)
-            log.warning("bind refused (%s): %s", refusal.reason, message)
+            # quoted: the names in it are the caller's, whatever they hold
+            log.warning("bind refused (%s): %r", refusal.reason, message)
         pod = f"{args.pod_namespace}/{args.pod_name}"
         return verbs.VerbResult(wire.binding_result(message), None, 1, message, pod)
 
