@@ -366,6 +366,12 @@ class Profiler:
         print(f"profile of the extender: {self.output}", flush=True)
 
 
+def scheduler_name_of(label: str) -> str:
+    """The schedulerName of a run's pods (and what an extender that binds them binds for)."""
+    slug = "-".join("".join(c if c.isalnum() else " " for c in label.lower()).split())
+    return f"bench-{slug}"
+
+
 def run_once(
     plane: ControlPlane,
     admin: KubeClient,
@@ -377,10 +383,9 @@ def run_once(
     profile: Path | None = None,
     recorder: tuple[RecordingProxy, Path] | None = None,
 ) -> RunResult:
-    slug = "-".join("".join(c if c.isalnum() else " " for c in label.lower()).split())
-    namespace = f"bench-{slug}-{int(time.time())}"
+    scheduler_name = scheduler_name_of(label)
+    namespace = f"{scheduler_name}-{int(time.time())}"
     admin.create_namespace(namespace)
-    scheduler_name = f"bench-{slug}"
     document = yaml.safe_load(config)
     document["profiles"] = [
         {**p, "schedulerName": scheduler_name} for p in document.get("profiles") or [{}]
@@ -636,6 +641,7 @@ def _run_variant(
             kubeconfig,
             [rules[variant.policies]],
             args=("--threads", str(args.threads), "--workers", str(args.workers)),
+            binds_for=scheduler_name_of(label) if variant.bind else None,
         )
     extender.start(timeout=60)
     # recording: kube-scheduler calls a proxy that notes each call on its way to policyext

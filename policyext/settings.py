@@ -41,6 +41,8 @@ DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
 # server/worker.py READ_TIMEOUT
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
+# the schedulerName of a pod that names none: the pods /bind binds unless told otherwise
+DEFAULT_SCHEDULER_NAMES = ("default-scheduler",)
 
 
 class SettingsError(ValueError):
@@ -82,6 +84,10 @@ class Settings:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     # Events on pods about Audit findings, per worker and second (0: none); needs a cluster
     audit_events_per_second: float = DEFAULT_AUDIT_EVENTS_PER_SECOND
+    # /bind binds (kube-scheduler's bindVerb); without it /bind binds nothing and says why
+    bind_verb: bool = False
+    # the spec.schedulerName of the pods /bind may bind (those of other schedulers: never)
+    scheduler_names: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_NAMES))
 
     def __post_init__(self) -> None:
         for flag, count in (
@@ -108,6 +114,11 @@ class Settings:
         if not 0 <= self.audit_events_per_second < float("inf"):
             raise SettingsError(
                 f"--audit-events-per-second must be 0 or more, got {self.audit_events_per_second}",
+                usage=True,
+            )
+        if not self.scheduler_names or not all(n.strip() for n in self.scheduler_names):
+            raise SettingsError(
+                f"--scheduler-name must name at least one scheduler; got {self.scheduler_names!r}",
                 usage=True,
             )
         if bool(self.tls_cert) != bool(self.tls_key):

@@ -80,7 +80,7 @@ def build_app(settings: Settings) -> Flask:
         source = live
         binder = ClusterBinder(api, live)
         if settings.audit_events_per_second > 0:
-            audits = AuditEvents(api, socket.gethostname(), settings.audit_events_per_second)
+            audits = AuditEvents(api, live, socket.gethostname(), settings.audit_events_per_second)
             metrics.watch_audit_events(audits)
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
@@ -106,6 +106,8 @@ def build_app(settings: Settings) -> Flask:
         request_deadline=settings.request_deadline,
         ops_bind=settings.ops_bind,
         introspection=settings.introspection,
+        bind_verb=settings.bind_verb,
+        scheduler_names=tuple(settings.scheduler_names),
     )
     app = create_app(store, source, binder, metrics, options, audits=audits)
     # the snapshot and the compiled policies live as long as the worker: keep the garbage

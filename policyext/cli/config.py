@@ -34,7 +34,12 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--timeout", default="5s", metavar="DURATION", help="httpTimeout: 5s, 1500ms, 1m30s"
     )
-    parser.add_argument("--bind", action="store_true", help="let the extender bind pods")
+    parser.add_argument(
+        "--bind",
+        action="store_true",
+        help="let the extender bind pods (bindVerb); the extender must then run with "
+        "`policyext serve --bind-verb --scheduler-name NAME`",
+    )
     parser.add_argument("--no-preempt", action="store_true", help="leave out preemptVerb")
     parser.add_argument("--ignorable", action="store_true", help="schedule on if unreachable")
     parser.add_argument("--ca-file", help="tlsConfig.caFile (https URLs only)")
@@ -167,5 +172,18 @@ def run(args: argparse.Namespace) -> int:
             "profiles": [{"schedulerName": args.scheduler_name}],
             **block,
         }
+    if args.bind:
+        # a comment, so that the output stays a configuration to paste
+        print(bind_note(args.scheduler_name or "default-scheduler"), file=sys.stdout)
     yaml.safe_dump(block, sys.stdout, sort_keys=False)
     return EXIT_OK
+
+
+def bind_note(scheduler_name: str) -> str:
+    """What the extender needs to bind what this configuration asks it to."""
+    return (
+        "# bindVerb: run the extender with\n"
+        f"#   policyext serve --bind-verb --scheduler-name {scheduler_name}\n"
+        "# without --bind-verb its /bind binds nothing, and it binds only the pods whose\n"
+        "# schedulerName --scheduler-name names (the profile's name above, or yours)"
+    )

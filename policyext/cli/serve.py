@@ -34,6 +34,7 @@ from policyext.settings import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
+    DEFAULT_SCHEDULER_NAMES,
     Settings,
     SettingsError,
     number,
@@ -84,9 +85,25 @@ def register(commands: Commands) -> None:
     parser.add_argument(
         "--in-cluster",
         action="store_true",
-        default=os.environ.get("POLICYEXT_IN_CLUSTER", "").lower() in ("1", "true", "yes"),
+        default=_env_true("POLICYEXT_IN_CLUSTER"),
         help="watch and bind in the cluster the extender runs in (its service account) "
         "[env POLICYEXT_IN_CLUSTER]",
+    )
+    parser.add_argument(
+        "--bind-verb",
+        action="store_true",
+        default=_env_true("POLICYEXT_BIND_VERB"),
+        help="serve /bind (kube-scheduler's bindVerb): bind the pods of --scheduler-name to "
+        "nodes that pass the policies; without it /bind binds nothing and says why "
+        "[env POLICYEXT_BIND_VERB]",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="with --bind-verb: the spec.schedulerName of the pods /bind may bind; repeat it "
+        "or separate names with commas [env POLICYEXT_SCHEDULER_NAME, default "
+        f"{','.join(DEFAULT_SCHEDULER_NAMES)!r}]",
     )
     _env_flag(parser, "--workers", "1", metavar="N")
     _env_flag(parser, "--threads", "4", metavar="N")
@@ -164,6 +181,21 @@ def _env_flag(
     )
 
 
+def _env_true(env: str) -> bool:
+    return os.environ.get(env, "").lower() in ("1", "true", "yes")
+
+
+def _scheduler_names(given: list[str] | None) -> list[str]:
+    """Every --scheduler-name, split at commas (empty parts dropped); else those of
+    POLICYEXT_SCHEDULER_NAME; else the default scheduler's name."""
+    if given is None:
+        env = os.environ.get("POLICYEXT_SCHEDULER_NAME")
+        if env is None:
+            return list(DEFAULT_SCHEDULER_NAMES)
+        given = [env]
+    return [name.strip() for value in given for name in value.split(",") if name.strip()]
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         rules=args.rules or split_paths(os.environ.get("POLICYEXT_RULES", "")),
@@ -188,6 +220,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
         read_timeout=seconds(args.read_timeout, "--read-timeout"),
         audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
+        bind_verb=bool(args.bind_verb),
+        scheduler_names=_scheduler_names(args.scheduler_name),
     )
 
 

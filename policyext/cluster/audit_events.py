@@ -9,6 +9,13 @@ Events, at most `rate` a second (with a burst), and one per pod, policy version 
 Audit rules: a pod the scheduler retries gets no second Event for the same finding. What
 the queue cannot hold, or what arrives while the thread waits for its rate, is dropped
 and counted: the decision log and the metrics still have every finding.
+
+Anyone who reaches the verbs' port can call /filter with a pod and nodes of their own
+making, so nothing of a request becomes an Event unchecked: a finding is recorded only for
+a pod the cluster has under that UID, namespace and name (the node cache's pods, or the
+API server's for a pending pod the cache does not hold) and nodes that are all in the node
+cache, and its Event is written from those objects (the pod's name and namespace, the
+nodes' names), never from the request's text. The others are counted as unverified.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import kubernetes.client as k8s
+import orjson
 
 from policyext.policy.engine import Evaluation
 
@@ -38,6 +46,14 @@ DEFAULT_RATE: Final = 5.0  # Events a second, per worker
 BURST: Final = 20
 QUEUE_SIZE: Final = 256
 REMEMBERED: Final = 10_000  # findings already recorded, to skip a retried pod's
+
+
+class ClusterView(Protocol):
+    """What the extender holds of the cluster (cluster.cache.ClusterSource)."""
+
+    def pod_by_uid(self, uid: str) -> Mapping[str, Any] | None: ...
+
+    def get_node(self, name: str) -> Mapping[str, Any] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,24 +167,30 @@ class TokenBucket:
 
 
 class AuditEvents:
-    """The Events of one worker: `offer` from the request path, recorded by a thread."""
+    """The Events of one worker: `offer` from the request path, checked against the
+    cluster (`cluster`: the node cache) and recorded by a thread."""
 
     def __init__(
         self,
         api: k8s.ApiClient,
+        cluster: ClusterView,
         instance: str,
         rate: float = DEFAULT_RATE,
         burst: int = BURST,
         queue_size: int = QUEUE_SIZE,
+        *,
+        start: bool = True,
     ) -> None:
         self.core = k8s.CoreV1Api(api)
+        self.cluster = cluster
         self.instance = instance
         self.bucket = TokenBucket(rate, burst)
         self.pending: queue.Queue[tuple[Mapping[str, Any], Evaluation]] = queue.Queue(queue_size)
         self.recorded: OrderedDict[tuple[str, str, tuple[str, ...]], None] = OrderedDict()
         # outcomes, for the metrics (read at scrape time)
-        self.counts = {"recorded": 0, "repeated": 0, "dropped": 0, "failed": 0}
-        threading.Thread(target=self._run, name="policyext-audit-events", daemon=True).start()
+        self.counts = {"recorded": 0, "repeated": 0, "unverified": 0, "dropped": 0, "failed": 0}
+        if start:  # (tests record in their own thread, with `record`)
+            threading.Thread(target=self._run, name="policyext-audit-events", daemon=True).start()
 
     def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
         """Called for every filter answer: never waits, never raises."""
@@ -183,30 +205,42 @@ class AuditEvents:
         while True:
             pod, ev = self.pending.get()
             try:
-                self._record(pod, ev)
+                self.record(pod, ev)
             except Exception:  # the thread must outlive anything one Event does
                 self.counts["failed"] += 1
                 log.exception("cannot record an audit Event")
 
-    def _record(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+    def record(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        """Check one offered finding and record its Event (the thread's work)."""
         finding = audit_finding(pod, ev)
         if finding is None:
             return
-        if finding.key in self.recorded:
+        if finding.key in self.recorded:  # (only checked findings are remembered)
             self.counts["repeated"] += 1
             return
-        delay = self.bucket.wait()
+        delay = self.bucket.wait()  # (the check may ask the API server too)
         if delay > 0:
             time.sleep(delay)
             self.bucket.wait()
         self.bucket.take()
-        self.recorded[finding.key] = None
+        checked, why = self._checked(finding, ev)
+        if checked is None:
+            self.counts["unverified"] += 1
+            # (the request's names, quoted: they may be anything)
+            log.warning(
+                "no audit Event for the pod a filter call named, %r in %r: %s",
+                finding.name[:253],
+                finding.namespace[:63],
+                why,
+            )
+            return
+        self.recorded[checked.key] = None
         if len(self.recorded) > REMEMBERED:
             self.recorded.popitem(last=False)
         try:
             self.core.create_namespaced_event(
-                finding.namespace,
-                event_body(finding, self.instance),  # type: ignore[arg-type]
+                checked.namespace,
+                event_body(checked, self.instance),  # type: ignore[arg-type]
                 _request_timeout=5.0,
             )
             self.counts["recorded"] += 1
@@ -214,12 +248,68 @@ class AuditEvents:
             if e.status == 409:  # another worker recorded the same finding first
                 self.counts["repeated"] += 1
                 return
-            self._failed(finding, f"HTTP {e.status}")
+            self._failed(checked, f"HTTP {e.status}")
         except Exception as e:  # the API unreachable: the decision log still has it
-            self._failed(finding, str(e))
+            self._failed(checked, str(e))
+
+    def _checked(self, finding: AuditFinding, ev: Evaluation) -> tuple[AuditFinding | None, str]:
+        """The finding as the cluster has its pod and nodes (None, and why, when it does
+        not have them): the names in it are the cluster's objects' own."""
+        if not finding.uid:
+            return None, "the pod has no UID"
+        pod = self.cluster.pod_by_uid(finding.uid)
+        if pod is None:  # a pending pod: the node cache may not hold it (cluster/cache.py)
+            pod = self._read_pod(finding.namespace, finding.name)
+        meta = pod.get("metadata") if pod is not None else None
+        if not isinstance(meta, Mapping) or str(meta.get("uid") or "") != finding.uid:
+            return None, f"the cluster has no pod with UID {finding.uid[:64]!r}"
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        if (namespace, name) != (finding.namespace, finding.name):
+            return None, f"the pod with UID {finding.uid[:64]!r} is {namespace}/{name}"
+        every = ev.audit_nodes(len(ev.names))  # every node the finding counts, not only those named
+        for nodes in every.values():
+            for node in nodes:
+                if self.cluster.get_node(node) is None:
+                    return None, f"node {node[:253]!r} is not in the node cache"
+        rules = tuple(
+            (rule, len(every.get(rule, ())), tuple(_node_name(self.cluster, n) for n in named))
+            for rule, _, named in finding.rules
+        )
+        return AuditFinding(namespace, name, finding.uid, finding.version, rules), ""
+
+    def _read_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The API server's pod of that name; None when it has none or cannot be asked."""
+        try:
+            response: Any = self.core.read_namespaced_pod(
+                name, namespace, _preload_content=False, _request_timeout=5.0
+            )
+            try:
+                pod: dict[str, Any] = orjson.loads(response.data)
+            finally:
+                response.release_conn()
+        except k8s.ApiException as e:
+            if e.status != 404:
+                log.warning(
+                    "cannot read pod %r in %r for its audit Event: HTTP %s",
+                    name,
+                    namespace,
+                    e.status,
+                )
+            return None
+        except Exception as e:  # unreachable, not JSON: no Event without the pod
+            log.warning("cannot read pod %r in %r for its audit Event: %s", name, namespace, e)
+            return None
+        return pod
 
     def _failed(self, finding: AuditFinding, why: str) -> None:
         self.counts["failed"] += 1
         log.warning(
             "cannot record audit Event on pod %s/%s: %s", finding.namespace, finding.name, why
         )
+
+
+def _node_name(cluster: ClusterView, name: str) -> str:
+    """The node cache's own name of a node (checked to be there)."""
+    node = cluster.get_node(name) or {}
+    meta = node.get("metadata")
+    return str(meta.get("name") or name) if isinstance(meta, Mapping) else name

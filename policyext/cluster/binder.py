@@ -1,8 +1,11 @@
 """Binding pods to nodes for the scheduler (the extender's bind verb).
 
-The scheduler retries a bind whose reply it never got, so binding is idempotent: a pod
-already bound to the asked node is a success. The pod's UID is a precondition of the
-Binding: a pod deleted and recreated under the same name is never bound by mistake.
+What may be bound is decided by the server (server/binding.py) on the pod `find_pod`
+returns: the node cache's, or the API server's when the cache does not hold it (the pod
+watch leaves pending pods out until the first bind: cluster/cache.py). The scheduler
+retries a bind whose reply it never got, so binding is idempotent: a pod already bound to
+the asked node is a success. The pod's UID is a precondition of the Binding: a pod deleted
+and recreated under the same name is never bound by mistake.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, TypeVar
 
 import orjson
 import urllib3
@@ -23,6 +26,7 @@ log = logging.getLogger("policyext.cluster")
 RETRY_BUDGET: Final = 3.0  # seconds; the scheduler's httpTimeout is 5 s by default
 REQUEST_TIMEOUT: Final = 2.0
 TRANSIENT_STATUSES: Final = frozenset((429, 500, 502, 503, 504))
+T = TypeVar("T")
 
 
 class BindingRequest(Protocol):
@@ -42,13 +46,21 @@ class BindingRequest(Protocol):
 
 
 class Assumer(Protocol):
+    """The node cache, told of each binding at once (cluster.cache.ClusterSource)."""
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
     def assume(
         self, pod_namespace: str, pod_name: str, node_name: str, pod: dict[str, Any] | None = None
     ) -> bool: ...
 
 
 class _Transient(Exception):
-    pass
+    """A failure that may pass: tried again within the retry budget."""
+
+
+class _Failed(Exception):
+    """A failure that is the answer (its message says what failed)."""
 
 
 class ClusterBinder:
@@ -69,24 +81,64 @@ class ClusterBinder:
         self.clock = clock
         self.sleep = sleep
 
-    def bind(self, args: BindingRequest) -> str:
-        """ "" once the pod is bound to the node (now or before), else what went wrong."""
-        pod = f"{args.pod_namespace}/{args.pod_name}"
+    def find_pod(self, namespace: str, name: str, uid: str) -> tuple[dict[str, Any] | None, str]:
+        """The pod to bind: the node cache's when it holds this name with this UID, else
+        the API server's (whatever its UID). (None, "") when the pod does not exist; (None,
+        why) when it cannot be read."""
+        known = self.source.pod(namespace, name) if self.source is not None else None
+        if known is not None and _uid(known) == uid:
+            return known, ""
+        pod = f"{namespace}/{name}"
+
+        def read() -> dict[str, Any] | None:
+            try:
+                return self._read(namespace, name)
+            except ApiException as e:
+                if e.status == 404:
+                    return None
+                if e.status in TRANSIENT_STATUSES or e.status is None:
+                    raise _Transient(f"HTTP {e.status} {_message(e)}") from e
+                raise _Failed(f"reading pod {pod}: HTTP {e.status} {_message(e)}") from e
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise _Transient(f"{type(e).__name__}: {e}") from e
+            except ValueError as e:  # not JSON
+                raise _Failed(f"reading pod {pod}: {e}") from e
+
+        try:
+            return self._retrying(f"reading pod {pod}", read), ""
+        except _Failed as e:
+            return None, str(e)
+
+    def bind(self, args: BindingRequest, pod: Mapping[str, Any] | None = None) -> str:
+        """ "" once the pod is bound to the node (now or before), else what went wrong.
+        `pod`: the pod as `find_pod` found it (the node cache then counts it at once,
+        without reading it back)."""
+        name = f"{args.pod_namespace}/{args.pod_name}"
+        found = dict(pod) if pod is not None else None
+        what = f"binding pod {name} to node {args.node}"
+        try:
+            return self._retrying(what, lambda: self._bind_once(args, name, found))
+        except _Failed as e:
+            return str(e)
+
+    def _retrying(self, what: str, action: Callable[[], T]) -> T:
+        """`action`, again while it fails for a reason that may pass (_Transient), within
+        the retry budget; _Failed saying what failed once the budget is spent."""
         deadline = self.clock() + self.retry_budget
         delay = 0.1
         while True:
             try:
-                return self._bind_once(args, pod)
+                return action()
             except _Transient as e:
                 left = deadline - self.clock()
                 if left <= 0:
-                    return f"binding pod {pod} to node {args.node} failed: {e}"
+                    raise _Failed(f"{what} failed: {e}") from e
                 wait = min(left, random.uniform(delay / 2, delay))
-                log.warning("binding %s to %s: %s; retrying in %.2f s", pod, args.node, e, wait)
+                log.warning("%s: %s; retrying in %.2f s", what, e, wait)
                 self.sleep(wait)
                 delay = min(delay * 2, 1.0)
 
-    def _bind_once(self, args: BindingRequest, pod: str) -> str:
+    def _bind_once(self, args: BindingRequest, pod: str, found: dict[str, Any] | None) -> str:
         body = k8s.V1Binding(
             metadata=k8s.V1ObjectMeta(
                 name=args.pod_name, namespace=args.pod_namespace, uid=args.pod_uid or None
@@ -113,7 +165,7 @@ class ClusterBinder:
             return f"binding pod {pod} to node {args.node}: HTTP {e.status} {_message(e)}"
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise _Transient(f"{type(e).__name__}: {e}") from e
-        self._assume(args, None)
+        self._assume(args, found)
         return ""
 
     def _already_bound(self, args: BindingRequest, pod: str, conflict: str) -> str:
@@ -157,9 +209,12 @@ class ClusterBinder:
         self.source.assume(args.pod_namespace, args.pod_name, args.node, pod)
 
     def _read_pod(self, args: BindingRequest) -> dict[str, Any]:
+        return self._read(args.pod_namespace, args.pod_name)
+
+    def _read(self, namespace: str, name: str) -> dict[str, Any]:
         response: Any = self.core.read_namespaced_pod(
-            args.pod_name,
-            args.pod_namespace,
+            name,
+            namespace,
             _preload_content=False,  # raw JSON: the model classes are not needed here
             _request_timeout=REQUEST_TIMEOUT,
         )
@@ -168,6 +223,11 @@ class ClusterBinder:
         finally:
             response.release_conn()
         return pod
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata")
+    return str(meta.get("uid") or "") if isinstance(meta, dict) else ""
 
 
 def _message(error: ApiException) -> str:

@@ -278,6 +278,12 @@ class ClusterSource:
             if known is None or not _uid(known):
                 return False
             uid = _uid(known)
+            if _bound_to(known) != node_name:
+                # held as bound (kube-scheduler's assume cache does the same): a bind asked
+                # again before the watch event sees the pod where it was bound
+                spec = known.get("spec")
+                spec = {**(spec if isinstance(spec, dict) else {}), "nodeName": node_name}
+                known = {**known, "spec": spec}
             self._pods[uid] = known
             self._uids[(pod_namespace, pod_name)] = uid
             counted = self._counted.get(uid)
@@ -369,17 +375,14 @@ class ClusterSource:
         if not uid:
             return
         _strip(pod)
+        node_name = _bound_to(pod)
+        assumed = self._assumed.get(uid)
+        if not node_name and assumed is not None and self.clock() - assumed < self.assume_ttl:
+            return  # an event from before the binding: the assumed pod stands
+        self._assumed.pop(uid, None)  # confirmed by the watch, or expired
         meta = pod.get("metadata") or {}
         self._pods[uid] = pod
         self._uids[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = uid
-        node_name = _bound_to(pod)
-        if not node_name:
-            assumed = self._assumed.get(uid)
-            if assumed is not None and self.clock() - assumed < self.assume_ttl:
-                return  # an event from before the binding: the assumption stands
-            self._assumed.pop(uid, None)
-        else:
-            self._assumed.pop(uid, None)  # confirmed
         self._count(uid, node_name if node_name and pod_is_active(pod) else "", pod)
 
     def _delete_pod(self, uid: str) -> None:

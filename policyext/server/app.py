@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from flask import Flask, Response, request
@@ -21,6 +21,7 @@ from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
 from policyext.server import verbs, wire
+from policyext.server.binding import DEFAULT_SCHEDULER, Binder, BindVerb
 from policyext.server.hotpath import (
     OK_LABEL,
     OK_LINE,
@@ -47,10 +48,7 @@ CHUNKED_READ = 64 * 1024
 log = logging.getLogger("policyext.server")
 
 
-class Binder(Protocol):
-    def bind(self, args: wire.BindingArgs) -> str:
-        """Create the binding; return "" on success or a message saying what failed."""
-        ...
+__all__ = ["Binder", "Options", "create_app"]
 
 
 @dataclass
@@ -65,6 +63,9 @@ class Options:
     ops_bind: str | None = None
     # /explain and /policies: what the policies decide and why, for people (off: 404)
     introspection: bool = True
+    # /bind binds (--bind-verb), and only the pods of these schedulers (--scheduler-name)
+    bind_verb: bool = False
+    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
 
 
 # the views of each listener when --ops-bind splits them
@@ -159,13 +160,17 @@ def create_app(
             "preempt", lambda: verbs.run_preempt(policies, source, args, now(), _deadline(options))
         )
 
-    def bind(args: wire.BindingArgs) -> verbs.VerbResult:
-        if binder is None:
-            message = "this extender has no connection to the Kubernetes API to bind with"
-        else:
-            message = binder.bind(args)
-        return verbs.VerbResult(wire.binding_result(message), None, 1, message)
-
+    # the one function that answers /bind, in the direct lane and in Flask alike
+    bind = BindVerb(
+        store,
+        source,
+        binder,
+        metrics,
+        enabled=options.bind_verb,
+        scheduler_names=options.scheduler_names,
+        clock=clock,
+        request_deadline=options.request_deadline,
+    ).answer
     bind_path = f"{prefix}/bind"
 
     # what the direct lane leaves to Flask: other content types, chunked bodies, bad input

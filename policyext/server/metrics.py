@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation
+from policyext.server.binding import REASONS as BIND_REFUSAL_REASONS
 
 # the *_created series double the output and no dashboard uses them
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -147,7 +148,9 @@ class AuditEventsCollector(Collector):
         family = CounterMetricFamily(
             "policyext_audit_events",
             "Audit findings offered for an Event on the pod, by result: recorded, repeated (the"
-            " same finding for a retried pod), dropped (over the rate or the queue), failed.",
+            " same finding for a retried pod), unverified (the cluster has no such pod, or a"
+            " node is not in the node cache: no Event), dropped (over the rate or the queue),"
+            " failed.",
             labels=["result"],
         )
         for result, count in sorted(self.source.counts.items()):
@@ -188,6 +191,15 @@ class Metrics:
             "Requests refused by the HTTP server before the application saw them (a request"
             " line or headers over the limits, malformed HTTP), by HTTP status.",
             ["code"],
+            registry=r,
+        )
+        self.bind_refusals = Counter(
+            "policyext_bind_refusals_total",
+            "Binds /bind refused or could not make (the reply's Error says why), by reason:"
+            " disabled (no --bind-verb), no_cluster, not_ready, no_uid, no_pod,"
+            " pod_unreadable, other_uid, other_scheduler, bound_elsewhere, no_node, filtered"
+            " (an Enforce filter rejects the node), failed (the API server did not bind).",
+            ["reason"],
             registry=r,
         )
         self.build_info = Gauge(
@@ -304,6 +316,8 @@ class Metrics:
             self._child(self.deadline_exceeded, verb)
         for result in ("ok", "failed"):
             self.reloads.labels(result)
+        for reason in BIND_REFUSAL_REASONS:
+            self._child(self.bind_refusals, reason)
 
     def watch_caches(self, source: WatchedSource) -> None:
         """Report a live node source's caches at every scrape."""
@@ -328,6 +342,10 @@ class Metrics:
             self._child(self.requests, name, code).inc()
         else:
             self._child(self.endpoint_requests, name, code).inc()
+
+    def bind_refused(self, reason: str) -> None:
+        """One bind /bind did not make, for one of BIND_REFUSAL_REASONS."""
+        self._child(self.bind_refusals, reason).inc()
 
     def count_refused(self, code: int) -> None:
         """One request the HTTP server refused before the application saw it."""

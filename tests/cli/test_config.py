@@ -65,3 +65,27 @@ def test_a_whole_configuration_turns_leader_election_off_and_leaves_the_connecti
     assert config["leaderElection"] == {"leaderElect": False}
     assert "clientConnection" not in config
     assert config["profiles"] == [{"schedulerName": "policy-scheduler"}]
+
+
+@pytest.mark.parametrize(
+    ("args", "serve"),
+    [
+        (["--bind"], "policyext serve --bind-verb --scheduler-name default-scheduler"),
+        (
+            ["--bind", "--scheduler-name", "policy-scheduler"],
+            "policyext serve --bind-verb --scheduler-name policy-scheduler",
+        ),
+    ],
+    ids=["into the default scheduler", "a second scheduler"],
+)
+def test_config_with_bind_says_how_serve_must_run_to_bind(args: list[str], serve: str) -> None:
+    done = policyext("config", *args)
+    assert done.returncode == 0, done.stderr
+    assert serve in done.stdout
+    assert yaml.safe_load(done.stdout)["extenders"][0]["bindVerb"] == "bind"  # (a comment)
+
+
+def test_config_without_bind_says_nothing_of_binding() -> None:
+    done = policyext("config")
+    assert done.returncode == 0, done.stderr
+    assert "--bind-verb" not in done.stdout

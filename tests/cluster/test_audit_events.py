@@ -1,22 +1,28 @@
-"""What an Audit Event on a pod says, and how often one may be recorded (the recording
-itself is tested against the real API server: tests/e2e/test_audit_events.py)."""
+"""What an Audit Event on a pod says, how often one may be recorded, and that only the
+cluster's pods and nodes become Events (against a stand-in for the API server; the
+recording itself is tested against the real one: tests/e2e/test_audit_events.py)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from policyext.cluster.audit_events import (
     EVENT_MESSAGE_LIMIT,
     NODES_NAMED,
+    AuditEvents,
     AuditFinding,
     TokenBucket,
     audit_finding,
     event_body,
 )
+from policyext.cluster.cache import ClusterSource
 from policyext.policy.compile import load_policy_texts
 from policyext.policy.engine import evaluate
+from tests.cluster.fake_core import FakeCore
 
 POLICY = """\
 apiVersion: policyext.io/v1alpha1
@@ -116,3 +122,77 @@ def test_the_bucket_lets_a_burst_through_then_the_rate() -> None:
         assert bucket.wait() == 0.0
         bucket.take()
     assert bucket.wait() > 0
+
+
+# -- what may become an Event: only the cluster's pods and nodes -----------------------------
+# /filter takes any pod and any nodes; the Event is about the cluster's pod, names the
+# cluster's nodes, or is not recorded at all.
+
+CLUSTER_NODES = ["spot-a", "spot-b", "plain-a"]
+BOUND = {
+    "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1"},
+    "spec": {"nodeName": "plain-a"},
+}
+PENDING = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u-2"}, "spec": {}}
+
+
+def _recorder() -> tuple[AuditEvents, FakeCore]:
+    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source.replace("nodes", [_node(n) for n in CLUSTER_NODES])
+    source.replace("pods", [copy.deepcopy(BOUND)])  # the pod watch: bound pods only
+    core = FakeCore()
+    core.add(copy.deepcopy(BOUND))
+    core.add(copy.deepcopy(PENDING))
+    events = AuditEvents(k8s.ApiClient(), source, "policyext-0", rate=1000, start=False)
+    events.core = core  # type: ignore[assignment]
+    return events, core
+
+
+def _named(pod: dict[str, Any], **meta: str) -> dict[str, Any]:
+    return {**pod, "metadata": {**pod["metadata"], **meta}}
+
+
+FORGED_NODE = "URGENT-run-curl-evil-sh"
+OFFERS: dict[str, tuple[dict[str, Any], list[str], str]] = {
+    # the pod and nodes a filter call sends -> the Event's pod ("": none recorded)
+    "a bound pod the node cache holds, on its nodes": (BOUND, ["spot-a", "plain-a"], "web-1"),
+    "a pending pod the API server has, on the cache's nodes": (PENDING, ["spot-b"], "web-2"),
+    "a made-up pod": (_named(PENDING, name="db-0", uid="u-made-up"), ["spot-a"], ""),
+    "a pod without a UID": (_named(PENDING, uid=""), ["spot-a"], ""),
+    "a real pod's UID under another name": (_named(BOUND, name="web-9"), ["spot-a"], ""),
+    "a real pod's UID in another namespace": (_named(BOUND, namespace="payments"), ["spot-a"], ""),
+    "a real pod's name with another UID": (_named(PENDING, uid="u-forged"), ["spot-a"], ""),
+    "a real pod on a made-up node": (BOUND, ["spot-a", f"spot-{FORGED_NODE}"], ""),
+    "a real pod on nodes the cache does not hold only": (PENDING, [f"spot-{FORGED_NODE}"], ""),
+}
+
+
+@pytest.mark.parametrize("offer", list(OFFERS))
+def test_only_the_clusters_pods_on_the_clusters_nodes_become_events(offer: str) -> None:
+    pod, nodes, expected = OFFERS[offer]
+    recorder, core = _recorder()
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+
+    recorder.record(pod, evaluate(policies, pod, [_node(n) for n in nodes], scores=False))
+
+    if not expected:
+        assert core.events == []
+        assert recorder.counts["unverified"] == 1
+        return
+    [(namespace, event)] = core.events
+    assert (namespace, event["involvedObject"]["name"]) == ("shop", expected)
+    assert event["involvedObject"]["uid"] == pod["metadata"]["uid"]
+    spots = [n for n in nodes if n.startswith("spot-")]
+    assert f"rollout/no-spot-nodes on {len(spots)} node" in event["message"]
+    assert all(n in event["message"] for n in spots)
+    assert recorder.counts == {**recorder.counts, "recorded": 1, "unverified": 0}
+
+
+def test_a_forged_finding_does_not_keep_the_real_pods_event_from_being_recorded() -> None:
+    recorder, core = _recorder()
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+    forged = _named(BOUND, name="web-9")  # the real UID, the same rules: the same key
+    for pod in (forged, BOUND):
+        recorder.record(pod, evaluate(policies, pod, [_node("spot-a")], scores=False))
+    assert [event["involvedObject"]["name"] for _, event in core.events] == ["web-1"]
+    assert (recorder.counts["unverified"], recorder.counts["recorded"]) == (1, 1)

@@ -87,12 +87,17 @@ class Extender:
         *,
         name: str = "policyext",
         args: Sequence[str] = (),
+        binds_for: str | None = None,
     ) -> None:
+        """`binds_for`: the schedulerName of the pods it binds (`--bind-verb
+        --scheduler-name`, what `scheduler_config` with `bind` needs); None: it binds none."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = ["serve", "--kubeconfig", str(kubeconfig), "--bind", f"127.0.0.1:{self.port}"]
         for path in rules:
             argv += ["--rules", str(path)]
+        if binds_for is not None:
+            argv += ["--bind-verb", "--scheduler-name", binds_for]
         self.component = Component(
             name, policyext_argv(*argv, *args), control_plane.logdir / f"{name}.log"
         )
@@ -181,10 +186,14 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 def bind_count(url: str) -> float:
-    """The binds the extender at `url` answered with success, from its /metrics."""
+    """The binds the extender at `url` answered with success, from its /metrics: its
+    answers to /bind (all 200) but those with an Error (counted by reason)."""
     _, metrics = http_get(f"{url}/metrics")
     found = re.search(r'^policyext_requests_total\{code="200",verb="bind"\} (\S+)$', metrics, re.M)
-    return float(found.group(1)) if found else 0.0
+    refused = re.findall(
+        r'^policyext_bind_refusals_total\{reason="[a-z_]+"\} (\S+)$', metrics, re.M
+    )
+    return (float(found.group(1)) if found else 0.0) - sum(map(float, refused))
 
 
 def spot_and_on_demand(admin: KubeClient) -> str:

@@ -39,7 +39,9 @@ def extender(
 ) -> Iterator[Extender]:
     rules = tmp_path_factory.mktemp("audit-rules")
     (rules / "rollout.yaml").write_text(ROLLOUT)
-    server = Extender(control_plane, policyext_kubeconfig, [rules], name="policyext-audit")
+    server = Extender(
+        control_plane, policyext_kubeconfig, [rules], name="policyext-audit", binds_for=SCHEDULER
+    )
     server.start()
     try:
         control_plane.start_scheduler(scheduler_config(server.url, SCHEDULER), name=SCHEDULER)
@@ -102,3 +104,42 @@ def test_the_same_finding_for_a_pod_filtered_again_is_recorded_once(
     [event] = eventually(lambda: _audit_events(admin, namespace, name))
     assert event["count"] == 1
     assert "rollout/no-spot-nodes" in event["message"]
+
+
+def test_a_forged_filter_call_makes_no_event_while_a_real_pods_finding_still_does(
+    admin: KubeClient, namespace: str, extender: Extender
+) -> None:
+    """Anyone who reaches the verbs' port can call /filter with a pod and nodes of their
+    own: the made-up pod on a made-up spot node (the node's name meant as a message) gets
+    no Event. The real pod's finding, offered after it to the same recorder, does: once
+    it is recorded the forged one has been judged."""
+    suffix = uuid.uuid4().hex[:6]
+    forged_node = "URGENT-run-curl-evil-sh"
+    made_up = {
+        "metadata": {"name": f"db-{suffix}", "namespace": namespace, "uid": str(uuid.uuid4())},
+        "spec": {"containers": [{"name": "main", "image": "e2e.invalid/pause:1"}]},
+    }
+    nodes = {"metadata": {}, "items": [fake_node(forged_node, labels={"lifecycle": "spot"})]}
+    unverified = extender.metric("policyext_audit_events_total", {"result": "unverified"}) or 0.0
+    assert extender.post("/filter", {"Pod": made_up, "Nodes": nodes, "NodeNames": None})[0] == 200
+
+    admin.create_fake_node(fake_node(f"spot-{suffix}", labels={"lifecycle": "spot"}))
+    name = f"real-{suffix}"
+    created = admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=NOBODY))
+    eventually(lambda: _known(extender, f"spot-{suffix}"))
+    assert extender.post("/filter", {"Pod": created, "NodeNames": [f"spot-{suffix}"]})[0] == 200
+    [event] = eventually(lambda: _audit_events(admin, namespace, name), timeout=60)
+
+    assert f"spot-{suffix}" in event["message"]
+    assert _audit_events(admin, namespace, f"db-{suffix}") == []
+    everything = admin.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+    assert not [e for e in everything if forged_node in e.get("message", "")]
+    assert extender.metric("policyext_audit_events_total", {"result": "unverified"}) == (
+        unverified + 1
+    )
+
+
+def _known(extender: Extender, node: str) -> bool:
+    """Whether the extender's node cache holds the node (its /explain knows it)."""
+    status, reply = extender.post("/explain", {"Pod": pod("probe"), "NodeNames": [node]})
+    return status == 200 and isinstance(reply, dict) and reply["unknownNodes"] == {}

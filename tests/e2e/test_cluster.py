@@ -509,6 +509,9 @@ def policy_scheduler(
             str(rules),
             "--bind",
             f"127.0.0.1:{port}",
+            "--bind-verb",
+            "--scheduler-name",
+            "policy-scheduler",
         ),
         control_plane.logdir / "policyext.log",
     )

@@ -66,7 +66,9 @@ def faults(
     kubeconfig = control_plane.write_kubeconfig(
         POLICYEXT, folder / "policyext.kubeconfig", server=relay.server
     )
-    extender = Extender(control_plane, kubeconfig, [rules], name="policyext-faults")
+    extender = Extender(
+        control_plane, kubeconfig, [rules], name="policyext-faults", binds_for=SCHEDULER
+    )
     control_plane.start_scheduler(scheduler_config(extender.url, SCHEDULER), name=SCHEDULER)
     try:
         yield Faults(control_plane, relay, extender)

@@ -137,6 +137,9 @@ def setup(control_plane: ControlPlane, policyext_kubeconfig: Path) -> Iterator[S
             str(WORKERS),
             "--bind",
             f"127.0.0.1:{port}",
+            "--bind-verb",
+            "--scheduler-name",
+            SCHEDULER_NAME,
         ),
         control_plane.logdir / "policyext-reload.log",
     )

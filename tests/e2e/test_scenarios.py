@@ -31,6 +31,8 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULER = "policy-scenarios"
 NOBODY = "no-such-scheduler"
+# pods no running scheduler picks up, which the extender binds for: the tests bind them by hand
+BY_HAND = "policy-scenarios-by-hand"
 
 POLICIES = {
     "critical-off-spot.yaml": CRITICAL_OFF_SPOT,
@@ -85,6 +87,7 @@ def extender(
         [rules],
         name="policyext-scenarios",
         args=("--log-level", "debug"),
+        binds_for=f"{SCHEDULER},{BY_HAND}",
     )
     server.start()
     try:
@@ -270,7 +273,7 @@ def test_pods_are_bound_by_our_bind_verb_and_counted_by_the_extender_at_once(
     [
         ("same node", ""),
         ("other node", "is already bound to node"),
-        ("other uid", "was replaced"),
+        ("other uid", "has UID"),
     ],
 )
 def test_a_second_bind_through_the_service_succeeds_only_for_the_same_pod_and_node(
@@ -279,8 +282,9 @@ def test_a_second_bind_through_the_service_succeeds_only_for_the_same_pod_and_no
     first, other = _unique("node"), _unique("node")
     for name in (first, other):
         admin.create_fake_node(fake_node(name))
+    eventually(lambda: set(extender.probe([first, other])) == {first, other})  # (cached)
     name = _unique("pod")
-    uid = _create(admin, namespace, pod(name, scheduler_name=NOBODY))["metadata"]["uid"]
+    uid = _create(admin, namespace, pod(name, scheduler_name=BY_HAND))["metadata"]["uid"]
 
     def bind(node: str, pod_uid: str) -> Any:
         status, reply = extender.post(

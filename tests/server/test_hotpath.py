@@ -195,15 +195,21 @@ def test_the_application_holds_a_chunked_body_to_the_limit_itself(
 
 
 BIND = fixture_bytes("bind.request.json").rstrip()
+BOUND = json.loads(BIND)
 
 
 class _Binder:
-    """Answers every bind with `message` ("": bound), or raises (a bug)."""
+    """Knows the fixture's pod (pending, the default scheduler's) and answers every bind of
+    it with `message` ("": bound), or raises (a bug)."""
 
     def __init__(self, message: str | None) -> None:
         self.message = message
 
-    def bind(self, args: Any) -> str:
+    def find_pod(self, namespace: str, name: str, uid: str) -> tuple[dict[str, Any], str]:
+        meta = {"namespace": namespace, "name": name, "uid": BOUND["PodUID"]}
+        return {"metadata": meta, "spec": {"schedulerName": "default-scheduler"}}, ""
+
+    def bind(self, args: Any, pod: Any = None) -> str:
         if self.message is None:
             raise RuntimeError("a bug in the binder")
         return self.message
@@ -220,10 +226,16 @@ BIND_BODIES = {400: b'{"PodName": 3}', 413: BIND + b" " * LIMIT}  # (else BIND)
 
 
 def _bind(lane: bool, message: str | None, body: bytes) -> tuple[str, bytes, Any] | None:
-    """A bind call answered by an application of its own: in the direct lane (None when
-    the lane leaves it to Flask) or by Flask alone; its status line, body and counts."""
+    """A bind call answered by an application of its own, that binds (--bind-verb), over
+    the fixtures' cluster: in the direct lane (None when the lane leaves it to Flask) or by
+    Flask alone; its status line, body and counts."""
     metrics = Metrics(CollectorRegistry())
-    flask_app = create_app(PolicyStore(), None, _Binder(message), metrics, Options(max_body=LIMIT))
+    store = PolicyStore()
+    assert store.reload(lambda: load_policy_set([RULES]), "rules").ok
+    source = SnapshotSource(read_objects(CLUSTER))
+    flask_app = create_app(
+        store, source, _Binder(message), metrics, Options(max_body=LIMIT, bind_verb=True)
+    )
     assert "/bind" in flask_app.extensions["policyext.direct.threads_only"]
     if not lane:
         call = Call("bind", path="/bind", body=body)
@@ -245,6 +257,8 @@ def test_a_bind_in_the_direct_lane_is_answered_and_counted_as_flask_answers_it(
     body = BIND_BODIES.get(status, BIND)
     in_lane, by_flask = _bind(True, message, body), _bind(False, message, body)
     assert by_flask is not None and by_flask[0].startswith(str(status))
+    if status == 200:
+        assert json.loads(by_flask[1])["Error"] == message
     if status in BIND_BODIES:
         assert in_lane is None  # Flask says what is wrong with it
     else:

@@ -242,13 +242,23 @@ def test_prioritize_without_a_node_source_scores_every_named_node_zero(
 
 
 # -- bind and preempt -----------------------------------------------------------------------
-def test_bind_without_a_cluster_connection_answers_a_binding_error(
+def test_bind_without_bind_verb_answers_a_binding_error_saying_so(
     bare_server: ExtenderServer,
 ) -> None:
     reply = bare_server.post_json("/bind", fixture("bind.request.json"))
     assert reply.status == 200
     assert list(reply.json()) == ["Error"]
-    assert "Kubernetes API" in reply.json()["Error"]
+    assert "runs without --bind-verb" in reply.json()["Error"]
+
+
+def test_bind_with_bind_verb_but_no_cluster_connection_answers_a_binding_error(
+    serve: ServerFactory,
+) -> None:
+    server = serve("--bind-verb", rules=[FIXTURES / "rules"], snapshot=None)
+    reply = server.post_json("/bind", fixture("bind.request.json"))
+    assert reply.status == 200
+    assert list(reply.json()) == ["Error"]
+    assert "no connection to the Kubernetes API" in reply.json()["Error"]
 
 
 @pytest.mark.parametrize("name", ["preempt-victims", "preempt-meta-victims"])
