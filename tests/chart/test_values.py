@@ -60,7 +60,17 @@ ALLOW_EMPTY = "policies.allowEmpty=true"
             ["policies.watch=true"],
             "policies.mount and policies.watch are both true",
         ),
-        (["tls.enabled=true"], "tls.enabled needs a certificate"),
+        (["tls.enabled=maybe"], "at '/tls/enabled': value must be one of 'auto', true, false"),
+        (["mode=extender", "tls.enabled=false"], "tls.enabled is false in extender mode"),
+        (["mode=extender", "tls.clientAuth=false"], "tls.clientAuth is false in extender mode"),
+        (["mode=extender", "tls.clientAllow=null"], "tls.clientAllow is empty"),
+        (["tls.enabled=true", "tls.clientAllow=null"], "tls.clientAllow is empty"),
+        ([r"tls.clientAllow={a\,b}"], "at '/tls/clientAllow/0'"),
+        (["mode=extender", "networkPolicy.from=null"], "networkPolicy.from is empty"),
+        (["extender.opsPort=8888"], "extender.port and extender.opsPort are both 8888"),
+        (["extender.opsPort=10259"], "extender.opsPort and scheduler.port are both 10259"),
+        (["extender.schedulerNames={a}"], "extender.schedulerNames is set but extender.bind"),
+        (["extender.auditEventsPerSecond=-1"], "at '/extender/auditEventsPerSecond': minimum"),
         (
             ["tls.enabled=true", "tls.existingSecret=s", "tls.certManager.enabled=true"],
             "tls.existingSecret and tls.certManager.enabled are both set",
@@ -110,6 +120,13 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
         ["policies.mount=false", "policies.watch=true"],
         ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],
         ["tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=false"],
+        # the acknowledgements: each unsafe choice in extender mode, made on purpose
+        ["mode=extender", "tls.enabled=false", "tls.insecure=true"],
+        ["mode=extender", "tls.clientAuth=false", "tls.insecure=true"],
+        ["mode=extender", "tls.clientAllow=null", "tls.insecure=true"],
+        ["mode=extender", "networkPolicy.enabled=false"],
+        ["mode=extender", "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"],
+        ["extender.bind=true", "extender.schedulerNames={a,b}"],
     ],
 )
 def test_good_combinations_render(chart: Chart, sets: list[str]) -> None:
