@@ -357,6 +357,13 @@ def test_with_tls_beside_kube_scheduler_it_presents_the_client_certificate(chart
     scheduler_mounts = _mounts(rendered.container("kube-scheduler"))
     volumes = _volumes(rendered)
 
+    # kube-scheduler gets the CA to check the extender with, never the extender's key
+    ca_volume = volumes[scheduler_mounts["/etc/policyext/tls"]]["secret"]
+    assert (ca_volume["secretName"], ca_volume["items"]) == (
+        f"{FULLNAME}-tls",
+        [{"key": "ca.crt", "path": "ca.crt"}],
+    )
+
     client_volume = volumes[scheduler_mounts["/etc/policyext/client-tls"]]
     assert client_volume["secret"]["secretName"] == f"{FULLNAME}-client-tls"
     tls = rendered.scheduler_config()["extenders"][0]["tlsConfig"]
@@ -373,3 +380,10 @@ def test_with_tls_beside_kube_scheduler_it_presents_the_client_certificate(chart
     assert not own.all("Secret") or all(
         s["type"] == "kubernetes.io/service-account-token" for s in own.all("Secret")
     )
+
+
+@pytest.mark.parametrize(("sets", "flag"), [([], None), (["extender.maxConnections=64"], "64")])
+def test_a_connection_limit_is_passed_only_when_set(
+    chart: Chart, sets: list[str], flag: str | None
+) -> None:
+    assert _arg(_render(chart, *sets).container("extender"), "--max-connections") == flag
