@@ -5,6 +5,7 @@ enabled features use, a NetworkPolicy with a real `from`, introspection off."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,10 +15,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.chart.chart import FULLNAME, NAMESPACE, Chart, Rendered
+from tests.chart.chart import FULLNAME, NAMESPACE, Chart, HelmError, Rendered
 
 ALLOW_EMPTY = "policies.allowEmpty=true"
 EXTENDER = "mode=extender"
+# extender mode needs to be told who may call it (the control plane's addresses here)
+CONTROL_PLANE = "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"
+EXTENDER_MODE = (EXTENDER, CONTROL_PLANE)
 TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 Json = dict[str, Any]
@@ -63,7 +67,9 @@ def test_in_scheduler_mode_the_verbs_listen_on_loopback_and_the_probes_on_the_op
 def test_in_extender_mode_the_verbs_are_on_the_main_port_and_the_ops_on_a_plain_one(
     chart: Chart,
 ) -> None:
-    rendered = _render(chart, EXTENDER, "serviceMonitor.enabled=true", "extender.opsPort=9100")
+    rendered = _render(
+        chart, *EXTENDER_MODE, "serviceMonitor.enabled=true", "extender.opsPort=9100"
+    )
     extender = rendered.container("extender")
 
     assert _arg(extender, "--bind") == "0.0.0.0:8888"
@@ -82,7 +88,7 @@ def test_in_extender_mode_the_verbs_are_on_the_main_port_and_the_ops_on_a_plain_
 
 @pytest.mark.parametrize(
     ("sets", "introspection"),
-    [([], "off"), ([EXTENDER], "off"), (["extender.introspection=true"], "on")],
+    [([], "off"), ([*EXTENDER_MODE], "off"), (["extender.introspection=true"], "on")],
 )
 def test_introspection_is_off_unless_asked_for(
     chart: Chart, sets: list[str], introspection: str
@@ -132,7 +138,7 @@ def test_the_extender_mounts_its_own_token_and_the_pod_mounts_none_by_default(
 
 
 def test_in_extender_mode_the_pod_runs_as_the_extenders_service_account(chart: Chart) -> None:
-    rendered = _render(chart, EXTENDER)
+    rendered = _render(chart, *EXTENDER_MODE)
     assert rendered.pod_spec["serviceAccountName"] == FULLNAME
     assert rendered.names("ServiceAccount") == {FULLNAME}
     assert all(s["type"] != "kubernetes.io/service-account-token" for s in rendered.all("Secret"))
@@ -168,8 +174,12 @@ WATCH = ["policies.mount=false", "policies.watch=true"]
         # the policy ConfigMap by name, and Events about it in its namespace
         ([NO_AUDIT, *WATCH], [NODES, PODS], [CONFIGMAP, EVENTS]),
         ([BIND, *WATCH], [NODES, PODS_READ_BACK, BINDING, EVENTS], [CONFIGMAP, EVENTS]),
-        ([EXTENDER, NO_AUDIT], [NODES, PODS], None),
-        ([EXTENDER, BIND, *WATCH], [NODES, PODS_READ_BACK, BINDING, EVENTS], [CONFIGMAP, EVENTS]),
+        ([*EXTENDER_MODE, NO_AUDIT], [NODES, PODS], None),
+        (
+            [*EXTENDER_MODE, BIND, *WATCH],
+            [NODES, PODS_READ_BACK, BINDING, EVENTS],
+            [CONFIGMAP, EVENTS],
+        ),
     ],
 )
 def test_the_extenders_rules_are_exactly_what_its_enabled_features_use(
@@ -196,9 +206,9 @@ def test_the_extenders_rules_are_exactly_what_its_enabled_features_use(
     [
         ([BIND], "policy-scheduler"),
         ([BIND, "scheduler.name=team"], "team"),
-        ([BIND, EXTENDER], "default-scheduler"),
+        ([BIND, *EXTENDER_MODE], "default-scheduler"),
         (
-            [BIND, EXTENDER, "extender.schedulerNames={default-scheduler,batch}"],
+            [BIND, *EXTENDER_MODE, "extender.schedulerNames={default-scheduler,batch}"],
             "default-scheduler,batch",
         ),
         ([], None),
@@ -240,10 +250,10 @@ def _ingress(rendered: Rendered) -> list[tuple[set[str], list[Json] | None]]:
 
 
 MONITORING = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
-KUBE_SCHEDULER = [
+SCHEDULER_POD = [
     {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-        "podSelector": {"matchLabels": {"component": "kube-scheduler"}},
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "scheduling"}},
+        "podSelector": {"matchLabels": {"app": "my-scheduler"}},
     }
 ]
 
@@ -255,14 +265,27 @@ def test_the_network_policy_is_on_by_default_and_no_ingress_reaches_the_loopback
     assert _ingress(_render(chart)) == [({"ops", "scheduler"}, MONITORING)]
 
 
-def test_in_extender_mode_the_verbs_port_admits_the_clusters_scheduler_only(chart: Chart) -> None:
-    assert _ingress(_render(chart, EXTENDER)) == [
-        ({"http"}, KUBE_SCHEDULER),
+def test_in_extender_mode_the_verbs_port_admits_only_the_peers_named_for_the_scheduler(
+    chart: Chart, tmp_path: Path
+) -> None:
+    # the control plane's addresses (a scheduler on the host network)
+    assert _ingress(_render(chart, *EXTENDER_MODE)) == [
+        ({"http"}, [{"ipBlock": {"cidr": "172.16.0.0/28"}}]),
         ({"ops"}, MONITORING),
     ]
-    control_plane = [{"ipBlock": {"cidr": "172.16.0.0/28"}}]
-    rendered = _render(chart, EXTENDER, "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28")
-    assert _ingress(rendered)[0] == ({"http"}, control_plane)
+    # or a selector, for a scheduler that runs as an ordinary pod
+    values = yaml.safe_dump({"mode": "extender", "networkPolicy": {"from": SCHEDULER_POD}})
+    rendered = chart.render([], [ALLOW_EMPTY], values_text=values, tmp=tmp_path)
+    assert _ingress(rendered)[0] == ({"http"}, SCHEDULER_POD)
+
+
+def test_extender_mode_is_refused_until_told_who_may_call_it(chart: Chart) -> None:
+    with pytest.raises(HelmError) as refused:
+        _render(chart, EXTENDER)
+    message = str(refused.value)
+    assert "networkPolicy.from is empty in extender mode" in message
+    assert "ipBlock" in message and "networkPolicy.enabled=false" in message
+    assert not _render(chart, EXTENDER, "networkPolicy.enabled=false").all("NetworkPolicy")
 
 
 # --------------------------------------------------------------------------- TLS
@@ -297,7 +320,7 @@ def _signed_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
 def test_extender_mode_serves_mutual_tls_with_the_allow_list_and_certificates_of_its_own(
     chart: Chart,
 ) -> None:
-    rendered = _render(chart, EXTENDER, "service.clusterIP=10.96.0.50")
+    rendered = _render(chart, *EXTENDER_MODE, "service.clusterIP=10.96.0.50")
     extender = rendered.container("extender")
 
     assert _arg(extender, "--tls-client-ca") == "/etc/policyext/tls/ca.crt"
@@ -326,7 +349,7 @@ def test_extender_mode_serves_mutual_tls_with_the_allow_list_and_certificates_of
 
 
 def _notes_extenders(chart: Chart) -> list[Json]:
-    notes = chart.notes([], [ALLOW_EMPTY, EXTENDER, "service.clusterIP=10.96.0.50"])
+    notes = chart.notes([], [ALLOW_EMPTY, *EXTENDER_MODE, "service.clusterIP=10.96.0.50"])
     extenders: list[Json] = yaml.safe_load(notes.split("extenders:\n", 1)[1].split("\n\n", 1)[0])
     return extenders
 
@@ -344,7 +367,7 @@ def _notes_extenders(chart: Chart) -> list[Json]:
 def test_the_allow_list_is_the_extenders_and_names_the_client_certificate(
     chart: Chart, sets: list[str], allow: str | None
 ) -> None:
-    rendered = _render(chart, EXTENDER, *sets)
+    rendered = _render(chart, *EXTENDER_MODE, *sets)
     assert _arg(rendered.container("extender"), "--tls-client-allow") == allow
     (common_name,) = _certificate(
         rendered.get("Secret", f"{FULLNAME}-client-tls")

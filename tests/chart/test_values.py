@@ -13,6 +13,7 @@ import yaml
 from tests.chart.chart import CHART, Chart, HelmError
 
 ALLOW_EMPTY = "policies.allowEmpty=true"
+CONTROL_PLANE = "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ ALLOW_EMPTY = "policies.allowEmpty=true"
         (["mode=extender", "tls.clientAllow=null"], "tls.clientAllow is empty"),
         (["tls.enabled=true", "tls.clientAllow=null"], "tls.clientAllow is empty"),
         ([r"tls.clientAllow={a\,b}"], "at '/tls/clientAllow/0'"),
-        (["mode=extender", "networkPolicy.from=null"], "networkPolicy.from is empty"),
+        (["mode=extender"], "networkPolicy.from is empty in extender mode"),
         (["extender.opsPort=8888"], "extender.port and extender.opsPort are both 8888"),
         (["extender.opsPort=10259"], "extender.opsPort and scheduler.port are both 10259"),
         (["extender.schedulerNames={a}"], "extender.schedulerNames is set but extender.bind"),
@@ -116,16 +117,16 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
     "sets",
     [
         ["replicaCount=2", "scheduler.leaderElection.enabled=true"],
-        ["mode=extender", "replicaCount=3"],
+        ["mode=extender", "replicaCount=3", "networkPolicy.enabled=false"],
         ["policies.mount=false", "policies.watch=true"],
         ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],
         ["tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=false"],
         # the acknowledgements: each unsafe choice in extender mode, made on purpose
-        ["mode=extender", "tls.enabled=false", "tls.insecure=true"],
-        ["mode=extender", "tls.clientAuth=false", "tls.insecure=true"],
-        ["mode=extender", "tls.clientAllow=null", "tls.insecure=true"],
+        ["mode=extender", "tls.enabled=false", "tls.insecure=true", CONTROL_PLANE],
+        ["mode=extender", "tls.clientAuth=false", "tls.insecure=true", CONTROL_PLANE],
+        ["mode=extender", "tls.clientAllow=null", "tls.insecure=true", CONTROL_PLANE],
         ["mode=extender", "networkPolicy.enabled=false"],
-        ["mode=extender", "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"],
+        ["mode=extender", CONTROL_PLANE],
         ["extender.bind=true", "extender.schedulerNames={a,b}"],
     ],
 )
