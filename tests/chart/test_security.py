@@ -64,7 +64,7 @@ def test_in_scheduler_mode_the_verbs_listen_on_loopback_and_the_probes_on_the_op
         assert extender[probe]["httpGet"] == {"path": path, "port": "ops", "scheme": "HTTP"}
 
 
-def test_in_extender_mode_the_verbs_are_on_the_main_port_and_the_ops_on_a_plain_one(
+def test_in_extender_mode_the_verbs_are_on_the_main_port_and_the_ops_on_their_own(
     chart: Chart,
 ) -> None:
     rendered = _render(
@@ -75,15 +75,23 @@ def test_in_extender_mode_the_verbs_are_on_the_main_port_and_the_ops_on_a_plain_
     assert _arg(extender, "--bind") == "0.0.0.0:8888"
     assert _arg(extender, "--ops-bind") == "0.0.0.0:9100"
     assert {p["name"]: p["containerPort"] for p in extender["ports"]} == {"http": 8888, "ops": 9100}
+    # with TLS the operations listener speaks it too, asking no client certificate of the
+    # kubelet (which does not check the server's) or of the scraper (which does)
     assert extender["readinessProbe"]["httpGet"] == {
         "path": "/readyz",
         "port": "ops",
-        "scheme": "HTTP",
+        "scheme": "HTTPS",
     }
     ports = {p["name"]: p["targetPort"] for p in rendered.get("Service", FULLNAME)["spec"]["ports"]}
     assert ports == {"http": "http", "ops": "ops"}
     (endpoint,) = rendered.get("ServiceMonitor", FULLNAME)["spec"]["endpoints"]
-    assert (endpoint["port"], endpoint["scheme"]) == ("ops", "http")
+    assert (endpoint["port"], endpoint["scheme"]) == ("ops", "https")
+    assert endpoint["tlsConfig"] == {
+        "serverName": f"{FULLNAME}.{NAMESPACE}.svc",
+        "ca": {"secret": {"name": f"{FULLNAME}-tls", "key": "ca.crt"}},
+    }
+    insecure = _render(chart, *EXTENDER_MODE, "tls.enabled=false", "tls.insecure=true")
+    assert insecure.container("extender")["livenessProbe"]["httpGet"]["scheme"] == "HTTP"
 
 
 @pytest.mark.parametrize(
