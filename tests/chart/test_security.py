@@ -154,7 +154,7 @@ def test_in_extender_mode_the_pod_runs_as_the_extenders_service_account(chart: C
 
 NODES = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}
 PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}
-PODS_READ_BACK = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+PODS_READ = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
 BINDING = {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
 CONFIGMAP = {
@@ -173,19 +173,20 @@ WATCH = ["policies.mount=false", "policies.watch=true"]
     [
         # the caches only
         ([NO_AUDIT], [NODES, PODS], None),
-        # Audit Events on the pods' namespaces (the default: 5 a second)
-        ([], [NODES, PODS, EVENTS], None),
-        (["extender.auditEventsPerSecond=1"], [NODES, PODS, EVENTS], None),
-        # binding, and reading a bound pod back
-        ([NO_AUDIT, BIND], [NODES, PODS_READ_BACK, BINDING], None),
-        ([BIND], [NODES, PODS_READ_BACK, BINDING, EVENTS], None),
+        # Audit Events on the pods' namespaces, reading a pending pod first (the default: 5
+        # a second)
+        ([], [NODES, PODS_READ, EVENTS], None),
+        (["extender.auditEventsPerSecond=1"], [NODES, PODS_READ, EVENTS], None),
+        # binding, reading a pending pod first
+        ([NO_AUDIT, BIND], [NODES, PODS_READ, BINDING], None),
+        ([BIND], [NODES, PODS_READ, BINDING, EVENTS], None),
         # the policy ConfigMap by name, and Events about it in its namespace
         ([NO_AUDIT, *WATCH], [NODES, PODS], [CONFIGMAP, EVENTS]),
-        ([BIND, *WATCH], [NODES, PODS_READ_BACK, BINDING, EVENTS], [CONFIGMAP, EVENTS]),
+        ([BIND, *WATCH], [NODES, PODS_READ, BINDING, EVENTS], [CONFIGMAP, EVENTS]),
         ([*EXTENDER_MODE, NO_AUDIT], [NODES, PODS], None),
         (
             [*EXTENDER_MODE, BIND, *WATCH],
-            [NODES, PODS_READ_BACK, BINDING, EVENTS],
+            [NODES, PODS_READ, BINDING, EVENTS],
             [CONFIGMAP, EVENTS],
         ),
     ],
