@@ -72,7 +72,7 @@ def _status(url: str, context: ssl.SSLContext, body: bytes | None = None) -> int
         return error.code
     except (urllib.error.URLError, ssl.SSLError, ConnectionError) as error:
         # the TLS handshake refused: how the refusal surfaces depends on its timing
-        reason = getattr(error, "reason", error)
+        reason = error.reason if isinstance(error, urllib.error.URLError) else error
         assert isinstance(reason, ssl.SSLError | ConnectionError), error
         return REFUSED
 
