@@ -8,16 +8,18 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP     := $(VENV)/.installed-test
 
-.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema e2e e2e-binaries bench bench-throughput reliability clean
+.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema e2e e2e-binaries bench bench-throughput reliability clean constraints base-digest
 
-$(RUN_STAMP): setup.cfg pyproject.toml
+# the run-time packages at the exact versions of constraints.txt, the image's (the test and
+# dev tools within setup.cfg's ranges)
+$(RUN_STAMP): setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -c constraints.txt --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e .
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
-	$(BIN)/pip install --quiet -e '.[test,dev,bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev,bench]'
 	touch $(STAMP)
 
 # everything (other tooling relies on it)
@@ -55,6 +57,21 @@ unit: $(STAMP)
 
 chart: $(STAMP)
 	$(BIN)/pytest -q -m 'not e2e' tests/chart
+
+# constraints.txt anew: the versions of this environment (after changing setup.cfg, install
+# the new versions first, e.g. `$(BIN)/pip install -U -e .`, run the tests, then this)
+constraints: $(STAMP)
+	$(BIN)/python -m tests.image.supply_chain > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+# the Dockerfile's base image at the current digest of its tag (needs docker with buildx,
+# and the registry): run before building a release image
+BASE_TAG ?= python:3.11-slim-bookworm
+base-digest:
+	digest=$$(docker buildx imagetools inspect $(BASE_TAG) --format '{{json .Manifest.Digest}}' | tr -d '"') \
+	 && echo "$$digest" | grep -Eq '^sha256:[0-9a-f]{64}$$' \
+	 && sed -i -E "s#^FROM $(BASE_TAG)@sha256:[0-9a-f]{64}#FROM $(BASE_TAG)@$$digest#" Dockerfile \
+	 && grep -n '^FROM' Dockerfile
 
 conformance: $(STAMP)
 	$(BIN)/python -m tests.cel.conformance

@@ -53,14 +53,10 @@ def test_every_rendered_object_matches_the_kubernetes_schema(chart: Chart, value
 
 
 # --------------------------------------------------------------------------- RBAC
+# (the extender's rules per feature: test_security.py)
 
-EXTENDER_RULES = [
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-]
-# only with extender.bind (the extender CI values)
-BINDING_RULE = {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}
+EXTENDER_SA = FULLNAME
+SCHEDULER_SA = f"{FULLNAME}-scheduler"
 
 
 def _configmap_rule(name: str) -> list[dict[str, Any]]:
@@ -70,31 +66,39 @@ def _configmap_rule(name: str) -> list[dict[str, Any]]:
             "resources": ["configmaps"],
             "resourceNames": [name],
             "verbs": ["get", "list", "watch"],
-        }
+        },
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
 
 
-def _bindings(rendered: Rendered) -> set[tuple[str, str, str, str]]:
-    """(binding kind, its namespace, the role kind, the role name) of every binding."""
+def _bindings(rendered: Rendered) -> set[tuple[str, str, str, str, str]]:
+    """(binding kind, its namespace, the role kind, the role name, the ServiceAccount) of
+    every binding."""
     found = set()
     for kind in ("ClusterRoleBinding", "RoleBinding"):
         for binding in rendered.all(kind):
             (subject,) = binding["subjects"]
-            assert subject == {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+            assert (subject["kind"], subject["namespace"]) == ("ServiceAccount", NAMESPACE)
             ref = binding["roleRef"]
             namespace = binding["metadata"].get("namespace", "")
-            found.add((kind, namespace, ref["kind"], ref["name"]))
+            found.add((kind, namespace, ref["kind"], ref["name"], subject["name"]))
     return found
 
 
-EXTENDER_BINDING = ("ClusterRoleBinding", "", "ClusterRole", FULLNAME)
-CONFIGMAP_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-policies")
+EXTENDER_BINDING = ("ClusterRoleBinding", "", "ClusterRole", FULLNAME, EXTENDER_SA)
+CONFIGMAP_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-policies", EXTENDER_SA)
 SECOND_SCHEDULER_BINDINGS = {
-    ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
-    ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
-    ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+    ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler", SCHEDULER_SA),
+    ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler", SCHEDULER_SA),
+    (
+        "RoleBinding",
+        "kube-system",
+        "Role",
+        "extension-apiserver-authentication-reader",
+        SCHEDULER_SA,
+    ),
 }
-LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election")
+LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election", SCHEDULER_SA)
 
 
 @pytest.mark.parametrize(
@@ -115,14 +119,14 @@ LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election"
         ("leader-election", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
     ],
 )
-def test_rbac_grants_exactly_the_extenders_rights_and_a_second_schedulers(
-    chart: Chart, stem: str, configmap: str | None, bindings: set[tuple[str, str, str, str]]
+def test_the_extenders_and_kube_schedulers_rights_go_to_their_own_service_accounts(
+    chart: Chart,
+    stem: str,
+    configmap: str | None,
+    bindings: set[tuple[str, str, str, str, str]],
 ) -> None:
     rendered = chart.render([_ci(stem)])
 
-    expected = [*EXTENDER_RULES[:2], BINDING_RULE, *EXTENDER_RULES[2:]]
-    rules = expected if stem == "extender" else EXTENDER_RULES
-    assert rendered.get("ClusterRole", FULLNAME)["rules"] == rules
     assert _bindings(rendered) == bindings
     roles = {r["metadata"]["name"]: r["rules"] for r in rendered.all("Role")}
     if configmap:
@@ -139,6 +143,8 @@ def test_rbac_grants_exactly_the_extenders_rights_and_a_second_schedulers(
         ]
     assert roles == {}
     assert rendered.names("ClusterRole") == {FULLNAME}
+    accounts = {EXTENDER_SA} if stem == "extender" else {EXTENDER_SA, SCHEDULER_SA}
+    assert rendered.names("ServiceAccount") == accounts
 
 
 @ci_files
@@ -180,11 +186,7 @@ def test_every_container_is_restricted_probed_and_bounded(chart: Chart, values: 
         assert container["securityContext"] == RESTRICTED, container["name"]
         assert set(container["resources"]) == {"requests", "limits"}, container["name"]
         for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
-            action = container[probe]
-            if "httpGet" in action:
-                assert action["httpGet"]["path"] == path
-            else:  # mutual TLS: the kubelet has no client certificate, Python does
-                assert f':{8888}{path}"' in action["exec"]["command"][-1]
+            assert container[probe]["httpGet"]["path"] == path
     # the read-only root: whatever the extender writes goes to emptyDirs
     mounts = {m["mountPath"] for m in rendered.container("extender")["volumeMounts"]}
     assert {"/tmp", "/var/run/policyext/metrics"} <= mounts
@@ -217,39 +219,48 @@ def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart
 # --------------------------------------------------------------------------- the extender
 
 
-SERVE = ["--in-cluster", "--bind=0.0.0.0:8888"]
+SERVE = ["--in-cluster", "--bind=127.0.0.1:8888", "--ops-bind=0.0.0.0:8889", "--introspection=off"]
 WORKERS = ["--workers=1", "--threads=4", "--log-level=info", "--request-deadline=3.75"]
+AUDIT = "--audit-events-per-second=5"
 MOUNTED = "--rules=/etc/policyext/rules"
+EXTENDER_SERVE = ["--in-cluster", "--bind=0.0.0.0:8888", *SERVE[2:]]
+CLIENT_CERTS = [
+    "--tls-cert=/etc/policyext/tls/tls.crt",
+    "--tls-key=/etc/policyext/tls/tls.key",
+    "--tls-client-ca=/etc/policyext/tls/ca.crt",
+    "--tls-client-allow=kube-scheduler",
+]
 
 
 @pytest.mark.parametrize(
     ("stem", "args"),
     [
-        ("default", [*SERVE, MOUNTED, *WORKERS]),
+        ("default", [*SERVE, MOUNTED, *WORKERS, AUDIT]),
         (
             "inline-policies",
-            [*SERVE, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS],
+            [*SERVE, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS, AUDIT],
         ),
         (
             "existing-configmap",
-            [*SERVE, f"--rules-configmap={NAMESPACE}/scheduling-policies", *WORKERS],
+            [*SERVE, f"--rules-configmap={NAMESPACE}/scheduling-policies", *WORKERS, AUDIT],
         ),
         (
             "extender",
-            [*SERVE, MOUNTED, *WORKERS[:3], "--request-deadline=1.5", "--url-prefix=/policyext"],
-        ),
-        (
-            "tls-secret",
             [
-                *SERVE,
+                *EXTENDER_SERVE,
                 MOUNTED,
-                *WORKERS,
-                "--tls-cert=/etc/policyext/tls/tls.crt",
-                "--tls-key=/etc/policyext/tls/tls.key",
-                "--tls-client-ca=/etc/policyext/tls/ca.crt",
+                *WORKERS[:3],
+                "--request-deadline=1.5",
+                AUDIT,
+                "--bind-verb",
+                "--scheduler-name=default-scheduler",
+                "--url-prefix=/policyext",
+                *CLIENT_CERTS,
             ],
         ),
-        ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:]]),
+        ("tls-secret", [*EXTENDER_SERVE, MOUNTED, *WORKERS, AUDIT, *CLIENT_CERTS]),
+        ("tls-cert-manager", [*SERVE, MOUNTED, *WORKERS, AUDIT, *CLIENT_CERTS]),
+        ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:], AUDIT]),
     ],
 )
 def test_the_extender_is_served_with_the_policy_and_tls_flags(
@@ -261,8 +272,11 @@ def test_the_extender_is_served_with_the_policy_and_tls_flags(
 
 def _config_flags(values: dict[str, Any], url: str) -> argparse.Namespace:
     ext, tls = values.get("extender", {}), values.get("tls", {})
-    directory = "/etc/policyext/tls"
-    mutual = tls.get("enabled") and tls.get("clientAuth", True)
+    directory, client = "/etc/policyext/tls", "/etc/policyext/client-tls"
+    enabled = tls.get("enabled", "auto")
+    if enabled == "auto":  # on in extender mode, off beside kube-scheduler (loopback)
+        enabled = values.get("mode") == "extender"
+    mutual = enabled and tls.get("clientAuth", True)
     return argparse.Namespace(
         url=url,
         url_prefix=ext.get("urlPrefix", ""),
@@ -271,9 +285,9 @@ def _config_flags(values: dict[str, Any], url: str) -> argparse.Namespace:
         bind=ext.get("bind", False),
         no_preempt=not ext.get("preempt", True),
         ignorable=ext.get("ignorable", False),
-        ca_file=f"{directory}/ca.crt" if tls.get("enabled") else None,
-        cert_file=f"{directory}/tls.crt" if mutual else None,
-        key_file=f"{directory}/tls.key" if mutual else None,
+        ca_file=f"{directory}/ca.crt" if enabled else None,
+        cert_file=f"{client}/tls.crt" if mutual else None,
+        key_file=f"{client}/tls.key" if mutual else None,
         server_name=tls.get("serverName"),
     )
 
@@ -283,7 +297,7 @@ def _config_flags(values: dict[str, Any], url: str) -> argparse.Namespace:
     [
         ("default", "http://127.0.0.1:8888"),
         ("tls-cert-manager", "https://127.0.0.1:8888"),
-        ("extender", "http://10.96.200.10:8888"),
+        ("extender", "https://10.96.200.10:8888"),
         ("tls-secret", f"https://{FULLNAME}.{NAMESPACE}.svc:8888"),
     ],
 )
@@ -334,8 +348,8 @@ def test_changed_policies_leave_the_pods_alone_and_a_changed_config_restarts_the
 @pytest.mark.parametrize(
     ("stem", "containers", "kinds"),
     [
-        ("default", ["kube-scheduler", "extender"], set()),
-        ("extender", ["extender"], {"Service"}),
+        ("default", ["kube-scheduler", "extender"], {"NetworkPolicy"}),
+        ("extender", ["extender"], {"Service", "NetworkPolicy"}),
         (
             "observability",
             ["extender"],
@@ -346,7 +360,7 @@ def test_changed_policies_leave_the_pods_alone_and_a_changed_config_restarts_the
             ["kube-scheduler", "extender"],
             {"Service", "NetworkPolicy", "ServiceMonitor", "PrometheusRule"},
         ),
-        ("tls-cert-manager", ["kube-scheduler", "extender"], {"Certificate"}),
+        ("tls-cert-manager", ["kube-scheduler", "extender"], {"Certificate", "NetworkPolicy"}),
     ],
 )
 def test_each_mode_renders_its_containers_and_optional_objects(
@@ -361,13 +375,15 @@ def test_each_mode_renders_its_containers_and_optional_objects(
 
 def test_a_fixed_cluster_ip_is_the_services_and_the_certificates(chart: Chart) -> None:
     rendered = chart.render(
-        [_ci("extender")],
-        ["tls.enabled=true", "tls.certManager.enabled=true", "tls.certManager.issuerRef.name=ca"],
+        [_ci("extender")], ["tls.certManager.enabled=true", "tls.certManager.issuerRef.name=ca"]
     )
     assert rendered.get("Service", FULLNAME)["spec"]["clusterIP"] == "10.96.200.10"
     certificate = rendered.get("Certificate", FULLNAME)["spec"]
     assert certificate["ipAddresses"] == ["127.0.0.1", "10.96.200.10"]
-    assert {"server auth", "client auth"} <= set(certificate["usages"])
+    assert "server auth" in certificate["usages"]
+    client = rendered.get("Certificate", f"{FULLNAME}-client")["spec"]
+    assert (client["commonName"], client["usages"][-1]) == ("kube-scheduler", "client auth")
+    assert client["secretName"] == f"{FULLNAME}-client-tls"
 
 
 def test_the_dashboard_config_map_carries_the_dashboard_file(chart: Chart) -> None:
@@ -446,7 +462,9 @@ def test_the_service_monitor_scrapes_kube_scheduler_with_a_token_in_scheduler_mo
     }
     ports = {p["name"]: p for p in rendered.get("Service", FULLNAME)["spec"]["ports"]}
 
-    assert set(endpoints) == {"http", "scheduler"}
+    assert set(endpoints) == {"ops", "scheduler"}
+    assert (endpoints["ops"]["scheme"], endpoints["ops"]["path"]) == ("http", "/metrics")
+    assert ports["ops"] == {"name": "ops", "port": 8889, "targetPort": "ops", "protocol": "TCP"}
     scheduler = endpoints["scheduler"]
     assert (scheduler["scheme"], scheduler["path"]) == ("https", "/metrics")
     assert scheduler["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -465,8 +483,9 @@ def test_without_a_scheduler_to_scrape_only_the_extender_is_scraped(
 ) -> None:
     rendered = chart.render([_ci(stem)], sets)
     endpoints = rendered.get("ServiceMonitor", FULLNAME)["spec"]["endpoints"]
-    assert [e["port"] for e in endpoints] == ["http"]
-    assert [p["name"] for p in rendered.get("Service", FULLNAME)["spec"]["ports"]] == ["http"]
+    assert [e["port"] for e in endpoints] == ["ops"]
+    ports = [p["name"] for p in rendered.get("Service", FULLNAME)["spec"]["ports"]]
+    assert ports == (["http", "ops"] if stem == "observability" else ["ops"])
 
 
 # --------------------------------------------------------------------------- no policies

@@ -13,6 +13,7 @@ import yaml
 from tests.chart.chart import CHART, Chart, HelmError
 
 ALLOW_EMPTY = "policies.allowEmpty=true"
+CONTROL_PLANE = "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"
 
 
 @pytest.mark.parametrize(
@@ -60,7 +61,17 @@ ALLOW_EMPTY = "policies.allowEmpty=true"
             ["policies.watch=true"],
             "policies.mount and policies.watch are both true",
         ),
-        (["tls.enabled=true"], "tls.enabled needs a certificate"),
+        (["tls.enabled=maybe"], "at '/tls/enabled': value must be one of 'auto', true, false"),
+        (["mode=extender", "tls.enabled=false"], "tls.enabled is false in extender mode"),
+        (["mode=extender", "tls.clientAuth=false"], "tls.clientAuth is false in extender mode"),
+        (["mode=extender", "tls.clientAllow=null"], "tls.clientAllow is empty"),
+        (["tls.enabled=true", "tls.clientAllow=null"], "tls.clientAllow is empty"),
+        ([r"tls.clientAllow={a\,b}"], "at '/tls/clientAllow/0'"),
+        (["mode=extender"], "networkPolicy.from is empty in extender mode"),
+        (["extender.opsPort=8888"], "extender.port and extender.opsPort are both 8888"),
+        (["extender.opsPort=10259"], "extender.opsPort and scheduler.port are both 10259"),
+        (["extender.schedulerNames={a}"], "extender.schedulerNames is set but extender.bind"),
+        (["extender.auditEventsPerSecond=-1"], "at '/extender/auditEventsPerSecond': minimum"),
         (
             ["tls.enabled=true", "tls.existingSecret=s", "tls.certManager.enabled=true"],
             "tls.existingSecret and tls.certManager.enabled are both set",
@@ -106,10 +117,17 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
     "sets",
     [
         ["replicaCount=2", "scheduler.leaderElection.enabled=true"],
-        ["mode=extender", "replicaCount=3"],
+        ["mode=extender", "replicaCount=3", "networkPolicy.enabled=false"],
         ["policies.mount=false", "policies.watch=true"],
         ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],
         ["tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=false"],
+        # the acknowledgements: each unsafe choice in extender mode, made on purpose
+        ["mode=extender", "tls.enabled=false", "tls.insecure=true", CONTROL_PLANE],
+        ["mode=extender", "tls.clientAuth=false", "tls.insecure=true", CONTROL_PLANE],
+        ["mode=extender", "tls.clientAllow=null", "tls.insecure=true", CONTROL_PLANE],
+        ["mode=extender", "networkPolicy.enabled=false"],
+        ["mode=extender", CONTROL_PLANE],
+        ["extender.bind=true", "extender.schedulerNames={a,b}"],
     ],
 )
 def test_good_combinations_render(chart: Chart, sets: list[str]) -> None:

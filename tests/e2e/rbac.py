@@ -1,28 +1,69 @@
-"""The extender's RBAC, exactly as the Helm chart grants it, created through the API.
+"""The extender's RBAC, exactly as the Helm chart renders it now, created through the API.
 
-The `policyext` identity of the harness has no groups, so after `grant_extender_rbac` it
-can do what these rules allow and nothing else: the end-to-end tests run the extender with
-the permissions a real installation gives it, and a missing permission fails a test.
+The rules are not copied here: they are read from `helm template` of charts/policyext with
+the features the end-to-end extenders use (binding, Audit Events; the policy ConfigMap's
+Role when it is watched), so a rule the chart drops or narrows is dropped here too, and an
+extender needing more than the chart grants fails a test. The `policyext` identity of the
+harness has no groups, so after `grant_extender_rbac` it can do what these rules allow and
+nothing else.
 """
 
 from __future__ import annotations
 
+import functools
+import subprocess
 import time
+from pathlib import Path
 from typing import Any, Final
 
+import yaml
+
+from tests.chart.helmbin import HelmUnavailable, ensure_helm
 from tests.e2e.controlplane import PATIENCE, POLICYEXT, ApiError, KubeClient
+from tests.unavailable import skip_or_fail
 
 RBAC_API: Final = "/apis/rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE: Final = "policyext"
+CHART: Final = Path(__file__).resolve().parents[2] / "charts" / "policyext"
+RENDERED: Final = "e2e-policyext"  # the rendered release's full name (release "e2e")
+# what the e2e extenders do: bind (--bind-verb) and record Audit Events (the chart's default)
+EXTENDER_FEATURES: Final = ("extender.bind=true",)
 
 Json = dict[str, Any]
 
-CLUSTER_RULES: Final[list[Json]] = [
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-]
+
+@functools.cache
+def chart_rbac(*sets: str) -> dict[tuple[str, str], list[Json]]:
+    """{(kind, name): rules} of every ClusterRole and Role the chart renders with `sets`."""
+    try:
+        helm = ensure_helm()
+    except HelmUnavailable as reason:
+        skip_or_fail(str(reason))
+    args = [
+        "template",
+        "e2e",
+        str(CHART),
+        "--namespace",
+        "e2e",
+        "--set",
+        "policies.allowEmpty=true",
+    ]
+    for item in sets:
+        args += ["--set", item]
+    done = subprocess.run(
+        [str(helm), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return {
+        (o["kind"], o["metadata"]["name"]): o["rules"]
+        for o in yaml.safe_load_all(done.stdout)
+        if o and o["kind"] in ("ClusterRole", "Role")
+    }
+
+
+def extender_cluster_rules(*features: str) -> list[Json]:
+    """The chart's ClusterRole of the extender with `features` on (the defaults otherwise)."""
+    return chart_rbac(*features)[("ClusterRole", RENDERED)]
 
 
 def _subjects(user: str) -> list[Json]:
@@ -42,20 +83,28 @@ def _create_or_replace(admin: KubeClient, collection: str, body: Json) -> None:
         admin.request("PUT", f"{collection}/{body['metadata']['name']}", body)
 
 
-def grant_extender_rbac(admin: KubeClient, user: str = POLICYEXT) -> None:
-    """The chart's ClusterRole and its binding to `user`."""
+def grant_extender_rbac(
+    admin: KubeClient,
+    user: str = POLICYEXT,
+    *,
+    features: tuple[str, ...] = EXTENDER_FEATURES,
+    name: str = CLUSTER_ROLE,
+    subjects: list[Json] | None = None,
+) -> None:
+    """The chart's ClusterRole of the extender (rendered with `features`), as `name`, and
+    its binding to `user` (or to `subjects`)."""
     _create_or_replace(
         admin,
         f"{RBAC_API}/clusterroles",
-        {"metadata": {"name": CLUSTER_ROLE}, "rules": CLUSTER_RULES},
+        {"metadata": {"name": name}, "rules": extender_cluster_rules(*features)},
     )
     _create_or_replace(
         admin,
         f"{RBAC_API}/clusterrolebindings",
         {
-            "metadata": {"name": CLUSTER_ROLE},
-            "roleRef": _role_ref("ClusterRole", CLUSTER_ROLE),
-            "subjects": _subjects(user),
+            "metadata": {"name": name},
+            "roleRef": _role_ref("ClusterRole", name),
+            "subjects": subjects or _subjects(user),
         },
     )
 
@@ -64,22 +113,14 @@ def grant_configmap_access(
     admin: KubeClient, namespace: str, name: str, user: str = POLICYEXT
 ) -> None:
     """The chart's Role for the policy ConfigMap (only when it is watched through the API):
-    that one ConfigMap, read and watched by name."""
+    that one ConfigMap, read and watched by name, and Events about it."""
     role = f"policyext-{name}"
+    watched = ("policies.mount=false", "policies.watch=true", f"policies.existingConfigMap={name}")
+    rules = chart_rbac(*watched)[("Role", f"{RENDERED}-policies")]
     _create_or_replace(
         admin,
         f"{RBAC_API}/namespaces/{namespace}/roles",
-        {
-            "metadata": {"name": role},
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "resourceNames": [name],
-                    "verbs": ["get", "list", "watch"],
-                }
-            ],
-        },
+        {"metadata": {"name": role}, "rules": rules},
     )
     _create_or_replace(
         admin,

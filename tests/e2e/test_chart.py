@@ -2,10 +2,12 @@
 
 `helm install` puts the chart into the test API server (which must accept every object);
 then kube-scheduler and `policyext serve` run here, on loopback, with what the chart
-installed: its scheduler configuration, its policies and its ServiceAccount's identity
-(a token from the TokenRequest API), so that RBAC is exactly what the chart grants. Only
-what cannot be the same outside a pod is adapted: the extender's localhost port, the
-policy directory the kubelet would mount, and the API server's address.
+installed: its scheduler configuration, its policies and its two ServiceAccounts' identities
+(kube-scheduler's and the extender's, tokens from the TokenRequest API), so that RBAC is
+exactly what the chart grants each. Only what cannot be the same outside a pod is adapted:
+the extender's localhost ports, the policy directory the kubelet would mount, and the API
+server's address. (No controller manager runs here, so the extender's token Secret stays
+empty: its identity comes from a TokenRequest for the same ServiceAccount.)
 """
 
 from __future__ import annotations
@@ -44,13 +46,18 @@ from tests.e2e.extender import (
     http_get,
     spot_and_on_demand,
 )
+from tests.e2e.rbac import can
 from tests.unavailable import skip_or_fail
 
 pytestmark = pytest.mark.e2e
 
 RELEASE = "pe2e"
 FULLNAME = f"{RELEASE}-policyext"
+EXTENDER_SA = FULLNAME
+SCHEDULER_SA = f"{FULLNAME}-scheduler"
 SCHEDULER_NAME = "chart-scheduler"
+# the flags the chart passes that `policyext serve` gained with issue 43
+SECURITY_FLAGS = ("--ops-bind", "--introspection", "--bind-verb", "--scheduler-name")
 
 
 def _helm() -> Path:
@@ -98,8 +105,9 @@ class Installed:
 def _values(watched: bool, policies: dict[str, str]) -> dict[str, Any]:
     return {
         "scheduler": {"name": SCHEDULER_NAME, "leaderElection": {"enabled": True}},
-        # policyext binds: the chart's RBAC must let its ServiceAccount do it
-        "extender": {"bind": True},
+        # policyext binds: the chart's RBAC must let its ServiceAccount do it; /policies
+        # (introspection, on the operations port) shows what is served
+        "extender": {"bind": True, "introspection": True},
         "policies": {"inline": policies, "mount": not watched, "watch": watched},
         "networkPolicy": {"enabled": True},
         "dashboard": {"enabled": True},
@@ -137,7 +145,7 @@ def test_the_api_server_accepts_every_object_the_chart_installs(
     manifest = [o for o in yaml.safe_load_all(installed.run("get", "manifest", RELEASE)) if o]
     kinds = {o["kind"] for o in manifest}
 
-    assert {"Deployment", "ConfigMap", "ClusterRole", "Role", "NetworkPolicy"} <= kinds
+    assert {"Deployment", "ConfigMap", "ClusterRole", "Role", "NetworkPolicy", "Secret"} <= kinds
     for obj in manifest:
         stored = admin.get(_path(obj, installed.namespace))
         assert stored["metadata"]["name"] == obj["metadata"]["name"]
@@ -145,6 +153,7 @@ def test_the_api_server_accepts_every_object_the_chart_installs(
 
 _PLURALS = {
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Secret": "/api/v1/namespaces/{ns}/secrets",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "Service": "/api/v1/namespaces/{ns}/services",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
@@ -162,29 +171,85 @@ def _path(obj: dict[str, Any], namespace: str) -> str:
     return f"{base}/{obj['metadata']['name']}"
 
 
+# --------------------------------------------------------------------------- identities
+
+
+def test_each_container_has_its_own_identity_and_the_pod_mounts_no_token_by_itself(
+    installed: Installed, admin: KubeClient
+) -> None:
+    ns = installed.namespace
+    spec = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}")["spec"]
+    pod_spec = spec["template"]["spec"]
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    token_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+    assert pod_spec["serviceAccountName"] == SCHEDULER_SA
+    assert pod_spec["automountServiceAccountToken"] is False
+    mounted = {
+        c["name"]: volumes[
+            next(m["name"] for m in c["volumeMounts"] if m["mountPath"] == token_dir)
+        ]
+        for c in pod_spec["containers"]
+    }
+    assert "serviceAccountToken" in mounted["kube-scheduler"]["projected"]["sources"][0]
+    secret_name = mounted["extender"]["secret"]["secretName"]
+    secret = admin.get(f"/api/v1/namespaces/{ns}/secrets/{secret_name}")
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == EXTENDER_SA
+
+
+def test_the_extenders_identity_is_refused_what_kube_schedulers_may_do(
+    installed: Installed, admin: KubeClient, namespace: str
+) -> None:
+    """The two ServiceAccounts as the chart bound them: the extender binds (extender.bind)
+    but cannot delete a pod or read Secrets, which kube-scheduler's identity may partly do."""
+    ns = installed.namespace
+    extender = KubeClient(admin.port, _token(admin, ns, EXTENDER_SA), admin.context)
+    scheduler = KubeClient(admin.port, _token(admin, ns, SCHEDULER_SA), admin.context)
+    name = f"victim-{uuid.uuid4().hex[:6]}"
+    admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name="nobody"))
+
+    assert can(extender, "create", "pods", subresource="binding", namespace=namespace)
+    assert can(extender, "list", "nodes")
+    for verb, resource in (("delete", "pods"), ("get", "secrets"), ("update", "pods")):
+        assert not can(extender, verb, resource, namespace=namespace), (verb, resource)
+    assert can(scheduler, "delete", "pods", namespace=namespace)  # system:kube-scheduler's
+    with pytest.raises(ApiError) as denied:
+        extender.delete(f"/api/v1/namespaces/{namespace}/pods/{name}")
+    assert denied.value.status == 403
+    assert admin.get(f"/api/v1/namespaces/{namespace}/pods/{name}")["metadata"]["name"] == name
+
+
 # --------------------------------------------------------------------------- running it
 
 
 @dataclass(frozen=True)
 class Running:
-    url: str
+    url: str  # the verbs
+    ops_url: str  # the operations endpoints (probes, /metrics, /policies)
     rules: Path
     scheduler_port: int
 
 
-def _service_account_kubeconfig(
-    control_plane: ControlPlane, admin: KubeClient, namespace: str, path: Path
-) -> Path:
-    """A kubeconfig with a token of the chart's ServiceAccount (TokenRequest API): what the
-    pod's projected token would be."""
-    token = admin.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{FULLNAME}/token",
+def _token(admin: KubeClient, namespace: str, account: str) -> str:
+    """A token of one of the chart's ServiceAccounts (TokenRequest API)."""
+    token: str = admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
         {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
             "spec": {"expirationSeconds": 3600},
         },
     )["status"]["token"]
+    return token
+
+
+def _service_account_kubeconfig(
+    control_plane: ControlPlane, admin: KubeClient, namespace: str, account: str, path: Path
+) -> Path:
+    """A kubeconfig with a token of one of the chart's ServiceAccounts: what the token its
+    container mounts would be (kube-scheduler's projected one, the extender's Secret)."""
+    token = _token(admin, namespace, account)
     document = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -225,10 +290,18 @@ def running(
     installed: Installed,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Running]:
+    missing = [f for f in SECURITY_FLAGS if f not in _serve_flags()]
+    if missing:
+        skip_or_fail(f"policyext serve has no {', '.join(missing)}, which the chart passes")
     admin = control_plane.client()
     ns = installed.namespace
     folder = tmp_path_factory.mktemp("chart-run")
-    kubeconfig = _service_account_kubeconfig(control_plane, admin, ns, folder / "kubeconfig")
+    kubeconfig = _service_account_kubeconfig(
+        control_plane, admin, ns, EXTENDER_SA, folder / "extender.kubeconfig"
+    )
+    scheduler_kubeconfig = _service_account_kubeconfig(
+        control_plane, admin, ns, SCHEDULER_SA, folder / "scheduler.kubeconfig"
+    )
     deployment = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}")
     containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
 
@@ -239,10 +312,12 @@ def running(
     for name, content in policies.items():
         (rules / name).write_text(content)
 
-    port = free_port()
+    port, ops_port = free_port(), free_port()
     extender_args = containers["extender"]["args"]
+    assert "--bind=127.0.0.1:8888" in extender_args  # the verbs on loopback only
     extender_args = _replace(extender_args, "--in-cluster", f"--kubeconfig={kubeconfig}")
     extender_args = _replace(extender_args, "--bind", f"127.0.0.1:{port}")
+    extender_args = _replace(extender_args, "--ops-bind", f"127.0.0.1:{ops_port}")
     if not installed.watched:
         extender_args = _replace(extender_args, "--rules", str(rules))
     extender = Component(
@@ -258,7 +333,8 @@ def running(
     (entry,) = config["extenders"]
     assert entry["urlPrefix"] == "http://127.0.0.1:8888"
     entry["urlPrefix"] = f"http://127.0.0.1:{port}"
-    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}  # in a pod: in-cluster
+    # in a pod: in-cluster, with the token kube-scheduler's container mounts
+    config["clientConnection"] = {"kubeconfig": str(scheduler_kubeconfig)}
     config_path = folder / "config.yaml"
     config_path.write_text(yaml.safe_dump(config))
     scheduler_port = free_port()
@@ -271,8 +347,8 @@ def running(
             str(control_plane.binaries.kube_scheduler),
             *scheduler_args,
             # in a pod these come from the in-cluster config and self-signed certificates
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={scheduler_kubeconfig}",
+            f"--authorization-kubeconfig={scheduler_kubeconfig}",
             "--bind-address=127.0.0.1",
             f"--tls-cert-file={control_plane.pki.serving_cert}",
             f"--tls-private-key-file={control_plane.pki.serving_key}",
@@ -283,11 +359,12 @@ def running(
     control_plane.components[scheduler.name] = scheduler
     try:
         extender.start()
-        extender.wait_ready(lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, PATIENCE)
+        ops_url = f"http://127.0.0.1:{ops_port}"
+        extender.wait_ready(lambda: http_get(f"{ops_url}/readyz")[0] == 200, PATIENCE)
         scheduler.start()
         # it leads once it holds the Lease, which only the chart's Role lets it write
         _wait_for_leader(admin, ns, scheduler)
-        yield Running(f"http://127.0.0.1:{port}", rules, scheduler_port)
+        yield Running(f"http://127.0.0.1:{port}", ops_url, rules, scheduler_port)
     finally:
         scheduler.stop()
         extender.stop()
@@ -320,7 +397,7 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
 ) -> None:
     suffix = spot_and_on_demand(admin)
     name = f"pod-{suffix}"
-    binds = bind_count(running.url)
+    binds = bind_count(running.ops_url)
     admin.create(
         f"/api/v1/namespaces/{namespace}/pods",
         pod(name, scheduler_name=SCHEDULER_NAME, labels=labels),
@@ -334,7 +411,16 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
     assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
     # the extender bound it, as the chart's ServiceAccount (pods/binding)
     # (counted once our handler returns, a moment after the API shows the binding)
-    eventually(lambda: bind_count(running.url) == binds + 1)
+    eventually(lambda: bind_count(running.ops_url) == binds + 1)
+
+
+def test_the_verbs_and_the_operations_endpoints_answer_on_their_own_ports(
+    running: Running,
+) -> None:
+    assert http_get(f"{running.ops_url}/readyz")[0] == 200
+    assert http_get(f"{running.ops_url}/policies")[0] == 200  # introspection on, here only
+    for path in ("/readyz", "/metrics", "/policies"):
+        assert http_get(f"{running.url}{path}")[0] == 404, path
 
 
 MOST_FREE_CPU = """\
@@ -362,7 +448,7 @@ def test_helm_upgrade_with_changed_policies_reloads_them_without_a_restart(
     ns = installed.namespace
     deployment = f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}"
     generation = admin.get(deployment)["metadata"]["generation"]
-    assert _served_policies(running.url) == ["critical-off-spot"]
+    assert _served_policies(running.ops_url) == ["critical-off-spot"]
     values = tmp_path / "values.yaml"
     policies = {"critical-off-spot.yaml": CRITICAL_OFF_SPOT, "most-free-cpu.yaml": MOST_FREE_CPU}
     values.write_text(yaml.safe_dump(_values(installed.watched, policies)))
@@ -377,7 +463,7 @@ def test_helm_upgrade_with_changed_policies_reloads_them_without_a_restart(
         for name, content in stored.items():
             (running.rules / name).write_text(content)
     upgraded = ["critical-off-spot", "most-free-cpu"]
-    eventually(lambda: _served_policies(running.url) == upgraded)
+    eventually(lambda: _served_policies(running.ops_url) == upgraded)
 
 
 # --------------------------------------------------------------------------- the new defaults

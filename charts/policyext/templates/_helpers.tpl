@@ -30,8 +30,68 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/component: {{ .Values.mode }}
 {{- end -}}
 
+{{/* The extender's ServiceAccount (both modes). */}}
 {{- define "policyext.serviceAccountName" -}}
 {{- default (include "policyext.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* kube-scheduler's ServiceAccount (scheduler mode): the pod's. */}}
+{{- define "policyext.schedulerServiceAccountName" -}}
+{{- default (printf "%s-scheduler" (include "policyext.fullname" .)) .Values.scheduler.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The Secret holding the extender's token in scheduler mode (the pod's is kube-scheduler's). */}}
+{{- define "policyext.extenderTokenSecret" -}}
+{{- printf "%s-token" (include "policyext.serviceAccountName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Whether the verbs are served over TLS ("true" or empty): tls.enabled, where auto means
+on in extender mode (over the network) and off in scheduler mode (loopback in the pod). */}}
+{{- define "policyext.tls" -}}
+{{- $e := .Values.tls.enabled -}}
+{{- if eq (toString $e) "auto" -}}
+{{- if eq .Values.mode "extender" -}}true{{- end -}}
+{{- else if $e -}}true{{- end -}}
+{{- end -}}
+
+{{/* Whether the extender requires client certificates ("true" or empty). */}}
+{{- define "policyext.mtls" -}}
+{{- if and (include "policyext.tls" .) .Values.tls.clientAuth -}}true{{- end -}}
+{{- end -}}
+
+{{/* Where the certificates come from: existing, certManager or generated. */}}
+{{- define "policyext.tlsSource" -}}
+{{- if .Values.tls.existingSecret -}}existing
+{{- else if .Values.tls.certManager.enabled -}}certManager
+{{- else -}}generated
+{{- end -}}
+{{- end -}}
+
+{{/* The name the chart's and cert-manager's client certificates are issued to. */}}
+{{- define "policyext.clientName" -}}
+{{- default "kube-scheduler" (first (default (list) .Values.tls.clientAllow)) -}}
+{{- end -}}
+
+{{/* The Secret of the scheduler's client certificate. */}}
+{{- define "policyext.clientTlsSecret" -}}
+{{- if .Values.tls.existingClientSecret -}}
+{{- .Values.tls.existingClientSecret -}}
+{{- else if .Values.tls.existingSecret -}}
+{{- .Values.tls.existingSecret -}}
+{{- else -}}
+{{- printf "%s-client-tls" (include "policyext.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The schedulerNames whose pods the extender binds (--scheduler-name). */}}
+{{- define "policyext.schedulerNames" -}}
+{{- if .Values.extender.schedulerNames -}}
+{{- join "," .Values.extender.schedulerNames -}}
+{{- else if eq .Values.mode "scheduler" -}}
+{{- .Values.scheduler.name -}}
+{{- else -}}
+default-scheduler
+{{- end -}}
 {{- end -}}
 
 {{- define "policyext.image" -}}
@@ -57,7 +117,7 @@ app.kubernetes.io/component: {{ .Values.mode }}
 
 {{/* Where kube-scheduler reaches the extender: the sidecar on localhost, or the Service. */}}
 {{- define "policyext.extenderURL" -}}
-{{- $scheme := ternary "https" "http" .Values.tls.enabled -}}
+{{- $scheme := ternary "https" "http" (eq (include "policyext.tls" .) "true") -}}
 {{- $host := "127.0.0.1" -}}
 {{- $port := .Values.extender.port -}}
 {{- if eq .Values.mode "extender" -}}
@@ -71,8 +131,11 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- $url -}}
 {{- end -}}
 
-{{/* The scheduler's TLS files, mounted from the TLS Secret. */}}
+{{/* The TLS files, mounted from the TLS Secret (ca.crt, and the extender's certificate). */}}
 {{- define "policyext.tlsDir" -}}/etc/policyext/tls{{- end -}}
+
+{{/* kube-scheduler's client certificate, mounted from the client TLS Secret. */}}
+{{- define "policyext.clientTlsDir" -}}/etc/policyext/client-tls{{- end -}}
 
 {{/*
 The extenders: entry, field for field what `policyext config` prints for the same options
@@ -90,45 +153,20 @@ bindVerb: bind
 {{- end }}
 weight: {{ .Values.extender.weight }}
 nodeCacheCapable: true
-enableHTTPS: {{ .Values.tls.enabled }}
+enableHTTPS: {{ eq (include "policyext.tls" .) "true" }}
 httpTimeout: {{ .Values.extender.httpTimeout | quote }}
 ignorable: {{ .Values.extender.ignorable }}
-{{- if .Values.tls.enabled }}
+{{- if include "policyext.tls" . }}
 tlsConfig:
   caFile: {{ printf "%s/ca.crt" (include "policyext.tlsDir" .) }}
-  {{- if .Values.tls.clientAuth }}
-  certFile: {{ printf "%s/tls.crt" (include "policyext.tlsDir" .) }}
-  keyFile: {{ printf "%s/tls.key" (include "policyext.tlsDir" .) }}
+  {{- if include "policyext.mtls" . }}
+  certFile: {{ printf "%s/tls.crt" (include "policyext.clientTlsDir" .) }}
+  keyFile: {{ printf "%s/tls.key" (include "policyext.clientTlsDir" .) }}
   {{- end }}
   {{- with .Values.tls.serverName }}
   serverName: {{ . | quote }}
   {{- end }}
 {{- end }}
-{{- end -}}
-
-{{/* The HTTP probe of the extender: plain, HTTPS, or (mutual TLS) an exec of Python with the
-client certificate, since the kubelet cannot present one. */}}
-{{- define "policyext.extenderProbe" -}}
-{{- $ := index . 0 -}}
-{{- $path := index . 1 -}}
-{{- if and $.Values.tls.enabled $.Values.tls.clientAuth -}}
-exec:
-  command:
-    - python
-    - -c
-    - |
-      import ssl, urllib.request
-      d = "{{ include "policyext.tlsDir" $ }}"
-      c = ssl.create_default_context(cafile=d + "/ca.crt")
-      c.check_hostname = False
-      c.load_cert_chain(d + "/tls.crt", d + "/tls.key")
-      urllib.request.urlopen("https://127.0.0.1:{{ $.Values.extender.port }}{{ $path }}", context=c, timeout=4)
-{{- else -}}
-httpGet:
-  path: {{ $path }}
-  port: http
-  scheme: {{ ternary "HTTPS" "HTTP" $.Values.tls.enabled }}
-{{- end -}}
 {{- end -}}
 
 {{/*
