@@ -12,7 +12,8 @@ from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add
 from policyext.cli.output import issue_data, plural, print_issues
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.loader import discover_files
-from policyext.policy.model import Issue, PolicyError
+from policyext.policy.model import Issue, Location, PolicyError
+from policyext.store import unexpected_failure
 
 
 def register(commands: Commands) -> None:
@@ -33,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
         policy_set = load_policy_set(args.paths)
     except PolicyError as e:
         issues = e.issues
+    except Exception as e:  # a problem reported, not a traceback
+        issues = [Issue(Location(str(args.paths[0]), 1, 1), unexpected_failure(e))]
     if args.output == "json":
         json.dump(_data(policy_set, issues), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -123,6 +123,27 @@ CASES = [
         ),
         "7:5: m: spec.filters[0]: give either message or messageExpression, not both",
     ),
+    (
+        "a YAML anchor, refused where it is written",
+        doc("y", "filters:\n- name: f\n  expression: &e 'true'\n  message: *e"),
+        "8:17: YAML anchor &e is not accepted: anchors and aliases can make a few bytes"
+        " stand for gigabytes",
+    ),
+    (
+        "a YAML alias, refused before anything looks for its anchor",
+        HEADER + "metadata: {name: a}\n---\n" + doc("z", "filters: *f"),
+        "10:12: YAML alias *f is not accepted",
+    ),
+    (
+        "a YAML value that contains itself",
+        HEADER + "metadata: &m {name: *m}\n",
+        "3:11: YAML anchor &m is not accepted",
+    ),
+    (
+        "YAML nested 101 levels deep",
+        doc("n", "filters: " + "[" * 101 + "]" * 101),
+        "6:110: YAML nested more than 100 levels deep",
+    ),
 ]
 
 
