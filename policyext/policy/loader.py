@@ -40,6 +40,17 @@ ALIAS_REFUSED: Final = (
 # deeper than any Kubernetes object; the composer and the checks after it recurse per level
 MAX_YAML_DEPTH: Final = 100
 TOO_DEEP: Final = f"YAML nested more than {MAX_YAML_DEPTH} levels deep"
+# Read with positions, a YAML value takes about 1 kB until the file is checked: a bound on
+# their number bounds that memory (a 1 MiB list of zeros would take 340 MB). The example
+# policies and their tests hold at most 200 values a file.
+MAX_YAML_VALUES: Final = 20_000
+TOO_MANY: Final = (
+    f"more than {MAX_YAML_VALUES:,} YAML values in one file: a policy needs far fewer (a"
+    " PolicyTest's cluster belongs in a snapshot file)"
+)
+# what a ConfigMap holds at most; a policy file needs a small part of it
+MAX_FILE_BYTES: Final = 1024 * 1024
+TOO_BIG: Final = "larger than 1 MiB (what a ConfigMap holds at most): a policy needs far less"
 
 
 class RefusedYAML(yaml.MarkedYAMLError):
@@ -56,6 +67,7 @@ class KubeYAMLLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._values = 0
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event: Any = self.peek_event()  # type: ignore[no-untyped-call]
@@ -66,6 +78,9 @@ class KubeYAMLLoader(yaml.SafeLoader):
             raise _refusal(_refused("anchor", f"&{anchor}"), event.start_mark)
         if self._depth >= MAX_YAML_DEPTH:
             raise _refusal(TOO_DEEP, event.start_mark)
+        self._values += 1
+        if self._values > MAX_YAML_VALUES:
+            raise _refusal(TOO_MANY, event.start_mark)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -214,6 +229,8 @@ def read_documents(path: Path, display: str | None = None) -> tuple[list[Documen
     """Every document of a YAML or JSON file; a syntax error is an issue, not an exception."""
     name = display or str(path)
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return [], [Issue(Location(name, 1, 1), TOO_BIG)]
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return [], [Issue(Location(name, 1, 1), f"cannot read file: {e}")]
@@ -223,6 +240,8 @@ def read_documents(path: Path, display: str | None = None) -> tuple[list[Documen
 def parse_documents(text: str, name: str) -> tuple[list[Document], list[Issue]]:
     issues: list[Issue] = []
     documents: list[Document] = []
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return documents, [Issue(Location(name, 1, 1), TOO_BIG)]
     lines = text.splitlines()
     try:
         for index, root in enumerate(yaml.compose_all(text, Loader=KubeYAMLLoader)):

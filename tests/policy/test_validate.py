@@ -144,6 +144,16 @@ CASES = [
         doc("n", "filters: " + "[" * 101 + "]" * 101),
         "6:110: YAML nested more than 100 levels deep",
     ),
+    (
+        "more than 20,000 YAML values (each takes about 1 kB until the file is checked)",
+        doc("v", "filters: [" + "0, " * 20_000 + "]"),
+        "6:59974: more than 20,000 YAML values in one file",
+    ),
+    (
+        "a file larger than a ConfigMap can hold",
+        doc("b", "filters: []") + "# " + "x" * 1024 * 1024 + "\n",
+        "1:1: larger than 1 MiB (what a ConfigMap holds at most)",
+    ),
 ]
 
 
