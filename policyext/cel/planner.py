@@ -371,8 +371,33 @@ class Planner:
                 values = [f(a) for f in fns]
                 if overload.cost is not None:
                     charge(a, overload.cost(t, *values))
-                if overload.size is not None:  # what it builds, before it does
-                    return build(a, overload.size, overload.impl, [t, *values])
+                size = overload.size
+                if size is not None:  # what it builds, before it does: code.build, inline
+                    meter = a[COST]
+                    bound = size(meter[1] - meter[0], t, *values)
+                    meter[0] += bound
+                    if meter[0] > meter[1]:
+                        raise CostLimitExceeded(
+                            f"evaluation cost budget of {meter[1]} units exceeded"
+                        )
+                    try:
+                        result = overload.impl(t, *values)
+                    except BaseException:
+                        meter[0] -= bound
+                        raise
+                    kind = type(result)  # sized_cost, inline: this is per call
+                    used = (
+                        len(result)  # type: ignore[arg-type]
+                        if kind is list
+                        else len(result) // CHARS_PER_UNIT  # type: ignore[arg-type]
+                        if kind is str or kind is bytes
+                        else 0
+                    )
+                    if used > bound:
+                        charge(a, used - bound)
+                    else:
+                        meter[0] -= bound - used
+                    return result
                 result = overload.impl(t, *values)
                 if type(result) in SIZED:
                     charge(a, sized_cost(result))

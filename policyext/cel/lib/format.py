@@ -11,6 +11,7 @@ timestamps in RFC 3339, and NaN / infinities as `NaN`, `Infinity`, `-Infinity`.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 from collections.abc import Callable
 from decimal import Decimal
@@ -68,7 +69,8 @@ def _format_size(room: int, template: object, args: object) -> int:
     return chars // CHARS_PER_UNIT
 
 
-def _verbs(template: str) -> list[str]:
+@functools.lru_cache(maxsize=256)  # templates are nearly always constants
+def _verbs(template: str) -> tuple[str, ...]:
     """The verb of each clause, in order (what is malformed fails when formatting)."""
     verbs: list[str] = []
     i = template.find("%")
@@ -82,7 +84,7 @@ def _verbs(template: str) -> list[str]:
         if j < len(template):
             verbs.append(template[j])
         i = template.find("%", j + 1)
-    return verbs
+    return tuple(verbs)
 
 
 def _clause_chars(verb: str, value: object, room: int) -> int:

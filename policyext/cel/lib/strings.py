@@ -44,7 +44,7 @@ def text_size(chars: int) -> int:
 
 def _at_most_target(_room: int, target: object, *_args: object) -> int:
     """A result no longer than the target string (a case change, a trim, a substring)."""
-    return text_size(len(target)) if type(target) is str else 0
+    return len(target) // CHARS_PER_UNIT if type(target) is str else 0
 
 
 def _replace_size(_room: int, s: object, old: object, new: object, limit: object = -1) -> int:
