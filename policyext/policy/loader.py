@@ -30,9 +30,10 @@ _NO_TIMESTAMPS: Final = {
 }
 
 
-# Anchors and aliases let a few hundred bytes stand for gigabytes (each alias of an alias
-# doubles what is read: the "billion laughs"), or for a value that contains itself. JSON has
-# neither, so no Kubernetes manifest needs them: they are refused where they are written.
+# Anchors and aliases let a few hundred bytes stand for gigabytes (a list of aliases of a
+# list of aliases multiplies what is read: the "billion laughs"), or for a value that
+# contains itself. JSON has neither, so no Kubernetes manifest needs them: they are refused
+# where they are written.
 ALIAS_REFUSED: Final = (
     "YAML {what} {name} is not accepted: anchors and aliases can make a few bytes stand for"
     " gigabytes (or for a value that contains itself); write the value out"
@@ -54,7 +55,8 @@ TOO_BIG: Final = "larger than 1 MiB (what a ConfigMap holds at most): a policy n
 
 
 class RefusedYAML(yaml.MarkedYAMLError):
-    """Well-formed YAML that is refused (an alias, an anchor, nesting too deep)."""
+    """Well-formed YAML that is refused (an alias, an anchor, nesting too deep, too many
+    values)."""
 
 
 class KubeYAMLLoader(yaml.SafeLoader):
