@@ -22,10 +22,10 @@ import argparse
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -258,23 +258,39 @@ class Measured:
     peak_mb: float
 
 
+# The peak is read by a small Python process that runs the command and asks the kernel for
+# its children's peak: a child's count starts from the memory of the process that forked it
+# (Linux folds the forked image into it at exec), which for a test run is hundreds of MB.
+_MEASURE = """\
+import resource, subprocess, sys
+status = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(status)
+"""
+
+
 def run_measured(command: Sequence[str], timeout: float = 120.0) -> Measured:
-    """Run `command` to its end in a process of its own; its peak resident memory is the
-    kernel's count for that one child (wait4), whatever else ran before."""
-    with tempfile.TemporaryFile() as out:
+    """Run `command` to its end in a process of its own, and its peak resident memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
         process = subprocess.Popen(
-            command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            [sys.executable, "-c", _MEASURE, str(peak), *command],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # so that a hang is ended with the command inside it
         )
-        timer = threading.Timer(timeout, process.kill)  # a hang is a failure, not a wait
-        timer.start()
         try:
-            _pid, status, usage = os.wait4(process.pid, 0)
-        finally:
-            timer.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode("utf-8", errors="replace")
-    return Measured(process.returncode, text, usage.ru_maxrss / 1024)
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        kilobytes = int(peak.read_text()) if peak.exists() else 0
+    text = output.decode("utf-8", errors="replace")
+    return Measured(process.returncode, text, kilobytes / 1024)
 
 
 def policyext_command(*args: str | Path) -> list[str]:
