@@ -103,11 +103,13 @@ bench-throughput: e2e-binaries
 
 # the figures of docs/reliability.md (loopback only, each step stops by itself): 50 clients
 # for 60 s with the policy folder swapped every second, worker memory over 100,000
-# requests, hostile policies on 500 nodes, and the hostile-request table
+# requests, hostile policies on 500 nodes, the policy bombs' peak memory, and the
+# hostile-request table
 reliability: $(STAMP)
 	$(BIN)/python -m bench.load --reload --output bench/results/load-reload.json
 	$(BIN)/python -m bench.load --duration 1800 --max-requests 100000 --output bench/results/load-memory.json
 	$(BIN)/python -m bench.hostile_policies
+	$(BIN)/python -m bench.hostile_policies --bombs
 	$(BIN)/python -m tests.server.hostile
 
 clean:

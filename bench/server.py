@@ -47,6 +47,17 @@ class Running:
             conn.close()
 
 
+def peak_mb(pid: int) -> float:
+    """The peak resident memory of one process so far in MiB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of one process in MiB (0 when it is gone)."""
     try:

@@ -20,6 +20,7 @@ from policyext.cluster.rules_dir import POLL_INTERVAL
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
 from policyext.policy.compile import load_policy_set
 from policyext.policy.model import Issue, PolicyError
+from policyext.store import unexpected_failure
 
 if TYPE_CHECKING:
     from policyext.cluster.client import ClusterSettings
@@ -241,6 +242,8 @@ def preflight(settings: Settings) -> list[Issue] | None:
             load_policy_set(settings.rules)
         except PolicyError as e:
             return e.issues
+        except Exception as e:  # a refusal to start, never a traceback loop
+            raise SettingsError(unexpected_failure(e)) from None
     if settings.snapshot:
         try:
             SnapshotSource.with_nodes(settings.snapshot)

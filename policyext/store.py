@@ -6,6 +6,7 @@ good set keeps serving, and the failure is kept for the status endpoints and met
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.model import Issue, PolicyError
+
+log = logging.getLogger("policyext.reload")
 
 Loader = Callable[[], PolicySet]
 Listener = Callable[["ReloadStatus"], None]
@@ -57,6 +60,11 @@ class PolicyStore:
                 return self._failed(source, tuple(e.issues), None)
             except (OSError, ValueError) as e:
                 return self._failed(source, (), f"cannot read policies: {e}")
+            except Exception as e:  # whatever it is, the last good set serves
+                # RecursionError and MemoryError included: a policy that exhausts the loader
+                # is a rejected reload (and the metric and alert of one), not a dead worker
+                log.error("loading the policies from %s failed", source, exc_info=True)
+                return self._failed(source, (), unexpected_failure(e))
             self.current = policy_set
             self.loaded = True
             self.reloads_ok += 1
@@ -78,3 +86,12 @@ class PolicyStore:
         for listener in self._listeners:
             listener(status)
         return status
+
+
+def unexpected_failure(error: BaseException) -> str:
+    """What a load that failed in an unexpected way says (the log has the traceback)."""
+    if isinstance(error, RecursionError):
+        return "cannot load policies: a value is nested too deeply to load"
+    if isinstance(error, MemoryError):
+        return "cannot load policies: they take more memory than there is to load them"
+    return f"cannot load policies: {type(error).__name__}: {error}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policyext.cel.errors import CostLimitExceeded
+from policyext.cel.functions import CHARS_PER_UNIT, Impl, SizeFn
 from policyext.cel.values import OPTIONAL_NONE
 
 Activation = dict[Any, Any]
@@ -49,3 +50,33 @@ def charge(activation: Activation, units: int) -> None:
     meter[0] += units
     if meter[0] > meter[1]:
         raise CostLimitExceeded(f"evaluation cost budget of {meter[1]} units exceeded")
+
+
+# the values whose building is charged by their size
+SIZED: Final = frozenset((str, bytes, list))
+
+
+def sized_cost(value: Any) -> int:
+    """What building a value costs: a unit per element, per ten characters or bytes."""
+    return len(value) if type(value) is list else len(value) // CHARS_PER_UNIT
+
+
+def build(activation: Activation, size: SizeFn, impl: Impl, args: list[object]) -> object:
+    """`impl(*args)`, charged an upper bound of the size of its result before it is called,
+    so the budget refuses a result too big before it takes the memory; what the result did
+    not use of the bound is given back (and all of it when the call fails), so the
+    evaluation is charged what it built, as when results were charged after."""
+    meter = activation[COST]
+    bound = size(meter[1] - meter[0], *args)
+    charge(activation, bound)
+    try:
+        result = impl(*args)
+    except BaseException:
+        meter[0] -= bound
+        raise
+    used = sized_cost(result) if type(result) in SIZED else 0
+    if used > bound:  # a bound that fell short: charged all the same
+        charge(activation, used - bound)
+    else:
+        meter[0] -= bound - used
+    return result

@@ -15,6 +15,14 @@ of an expression.
 
 `cost`, when given, returns the extra cost units of one call from its arguments (the target
 first for members), for work that grows with the size of the input, as cel-go counts it.
+
+What a call builds is charged too: a unit per element of a list, per CHARS_PER_UNIT
+characters of a string or bytes. `size`, when given, returns an upper bound of that charge
+computed from the arguments before the call, so that the budget refuses a result before it
+is built (`s.replace('a', big)` could otherwise build gigabytes first). It is called as
+`size(room, *args)`: `room` is what is left of the budget, and the bound may stop counting
+once it is past it. The part of the bound the result did not use is given back, so what an
+evaluation is charged is what it built.
 """
 
 from __future__ import annotations
@@ -24,6 +32,10 @@ from dataclasses import dataclass, field
 
 Impl = Callable[..., object]
 CostFn = Callable[..., int]
+SizeFn = Callable[..., int]
+
+# what building a string (or bytes) costs: a unit per this many characters (bytes)
+CHARS_PER_UNIT = 10
 
 # Static result types known to the checker. Library types use their own names.
 DYN = "dyn"
@@ -42,6 +54,7 @@ class Overload:
     # the kinds each argument may have, checked where the argument's type is known
     # statically: "string", "int|uint|double"; None: not declared (anything goes)
     params: tuple[str, ...] | None = None
+    size: SizeFn | None = None  # an upper bound of the charge for the result, before the call
 
 
 @dataclass(eq=False)
@@ -60,11 +73,12 @@ class Library:
         result: str = DYN,
         cost: CostFn | None = None,
         params: tuple[str, ...] | None = None,
+        size: SizeFn | None = None,
     ) -> Callable[[Impl], Impl]:
         """Declare a global function: `@lib.function("quantity", 1, result="Quantity")`."""
 
         def register(impl: Impl) -> Impl:
-            self.globals.append(Overload(name, arity, impl, result, cost, params=params))
+            self.globals.append(Overload(name, arity, impl, result, cost, params=params, size=size))
             return impl
 
         return register
@@ -78,6 +92,7 @@ class Library:
         result: str = DYN,
         cost: CostFn | None = None,
         params: tuple[str, ...] | None = None,
+        size: SizeFn | None = None,
     ) -> Callable[[Impl], Impl]:
         """Declare a member function, called as `target.name(args)`; `arity` excludes the
         target. `receiver` is the Python type (or types) of the target it serves."""
@@ -91,7 +106,7 @@ class Library:
             else:
                 receivers = (receiver,)
             for r in receivers:
-                self.members.append(Overload(name, arity, impl, result, cost, r, params))
+                self.members.append(Overload(name, arity, impl, result, cost, r, params, size))
             return impl
 
         return register

@@ -14,17 +14,28 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from policyext.cel import ast
 from policyext.cel import operators as ops
 from policyext.cel.celtypes import TIMESTAMP
 from policyext.cel.chains import Step, compile_chain
 from policyext.cel.checker import FUNCTION, LOCAL, TYPE_NAME, UNDECLARED, Checked
-from policyext.cel.code import ABSENT, COST, Activation, Code, Fn, charge, constant
+from policyext.cel.code import (
+    ABSENT,
+    COST,
+    SIZED,
+    Activation,
+    Code,
+    Fn,
+    build,
+    charge,
+    constant,
+    sized_cost,
+)
 from policyext.cel.comprehensions import compile_comprehension
 from policyext.cel.errors import CELCheckError, CELError, CELEvalError, CostLimitExceeded
-from policyext.cel.functions import FunctionTable, MemberTable, Overload
+from policyext.cel.functions import CHARS_PER_UNIT, FunctionTable, MemberTable, Overload
 from policyext.cel.lexer import position
 from policyext.cel.lib.regex import compile_regex, regex_cost
 from policyext.cel.limits import Limits
@@ -301,15 +312,25 @@ class Planner:
         impl = overload.impl
         fns = [a.fn for a in args]
         cost_fn = overload.cost
+        size_fn = overload.size
         fn: Fn
-        if cost_fn is not None:
+        if size_fn is not None:
+            self.uses_frame = True
+
+            def fn(a: Activation) -> object:
+                values = [f(a) for f in fns]
+                if cost_fn is not None:
+                    charge(a, cost_fn(*values))
+                return build(a, size_fn, impl, values)  # what it builds, before it does
+
+        elif cost_fn is not None:
             self.uses_frame = True
 
             def fn(a: Activation) -> object:
                 values = [f(a) for f in fns]
                 charge(a, cost_fn(*values))
                 result = impl(*values)
-                if type(result) in _SIZED:  # what it built, as cel-go charges results
+                if type(result) in SIZED:  # what it built, as cel-go charges results
                     charge(a, sized_cost(result))
                 return result
 
@@ -330,9 +351,8 @@ class Planner:
         fallback = table.fallback
         target_fn = target.fn
         fns = [a.fn for a in args]
-        metered = any(o.cost is not None for o in by_type.values()) or (
-            fallback is not None and fallback.cost is not None
-        )
+        overloads = [*by_type.values(), *([fallback] if fallback is not None else [])]
+        metered = any(o.cost is not None or o.size is not None for o in overloads)
         if metered:
             self.uses_frame = True
 
@@ -351,8 +371,35 @@ class Planner:
                 values = [f(a) for f in fns]
                 if overload.cost is not None:
                     charge(a, overload.cost(t, *values))
+                size = overload.size
+                if size is not None:  # what it builds, before it does: code.build, inline
+                    meter = a[COST]
+                    bound = size(meter[1] - meter[0], t, *values)
+                    meter[0] += bound
+                    if meter[0] > meter[1]:
+                        raise CostLimitExceeded(
+                            f"evaluation cost budget of {meter[1]} units exceeded"
+                        )
+                    try:
+                        result = overload.impl(t, *values)
+                    except BaseException:
+                        meter[0] -= bound
+                        raise
+                    kind = type(result)  # sized_cost, inline: this is per call
+                    used = (
+                        len(result)  # type: ignore[arg-type]
+                        if kind is list
+                        else len(result) // CHARS_PER_UNIT  # type: ignore[arg-type]
+                        if kind is str or kind is bytes
+                        else 0
+                    )
+                    if used > bound:
+                        charge(a, used - bound)
+                    else:
+                        meter[0] -= bound - used
+                    return result
                 result = overload.impl(t, *values)
-                if type(result) in _SIZED:
+                if type(result) in SIZED:
                     charge(a, sized_cost(result))
                 return result
 
@@ -526,14 +573,20 @@ class Planner:
         lf, rf = left.fn, right.fn
         numbers = self.kind(node.args[0]) in _NUMERIC and self.kind(node.args[1]) in _NUMERIC
         if node.function == "_+_" and not numbers:
-            # concatenation: charged by the size it builds, so doubling cannot run away
+            # concatenation: charged by the size it builds before it builds it (known from
+            # the operands' sizes), so doubling cannot run away
             self.uses_frame = True
 
             def concatenate(a: Activation) -> object:
-                value = apply(lf(a), rf(a))
-                if type(value) in _SIZED:
-                    charge(a, sized_cost(value))
-                return value
+                x = lf(a)
+                y = rf(a)
+                t = type(x)
+                if t is str or t is bytes:
+                    if type(y) is t:
+                        charge(a, (len(x) + len(y)) // CHARS_PER_UNIT)
+                elif (t is list or t is tuple) and (type(y) is list or type(y) is tuple):
+                    charge(a, len(x) + len(y))
+                return apply(x, y)
 
             code = Code(concatenate, cost=left.cost + right.cost + 1)
         else:
@@ -662,14 +715,6 @@ class Planner:
                 self.locals[name] -= 1
                 if not self.locals[name]:
                     del self.locals[name]
-
-
-_SIZED: Final = frozenset((str, bytes, list))
-
-
-def sized_cost(value: Any) -> int:
-    """What building a value costs: a unit per ten characters or bytes, one per element."""
-    return len(value) if type(value) is list else len(value) // 10
 
 
 _KEY_TYPES: Final = frozenset((str, int, UInt, bool))

@@ -22,6 +22,7 @@ from policyext.policy.resources import (
     pod_requests,
 )
 from policyext.policy.workloads import PodInput, WorkloadError, pods_from
+from policyext.store import unexpected_failure
 
 
 def load_rules(paths: Sequence[str]) -> PolicySet | None:
@@ -30,6 +31,9 @@ def load_rules(paths: Sequence[str]) -> PolicySet | None:
         return load_policy_set(paths)
     except PolicyError as e:
         print_issues(e.issues)
+        return None
+    except Exception as e:  # said as a problem, as a reload says it
+        print_issues([unexpected_failure(e)])
         return None
 
 

@@ -13,6 +13,7 @@ from policyext.cli.output import issue_data, plural, print_issues
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.loader import discover_files
 from policyext.policy.model import Issue, Location, PolicyError
+from policyext.store import unexpected_failure
 
 
 def register(commands: Commands) -> None:
@@ -33,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
         policy_set = load_policy_set(args.paths)
     except PolicyError as e:
         issues = e.issues
+    except Exception as e:  # a problem reported, not a traceback
+        issues = [Issue(Location(str(args.paths[0]), 1, 1), unexpected_failure(e))]
     if policy_set is not None and not policy_set.policies:
         # a green CI run on a wrong path would check nothing (as `test` refuses no tests)
         issues = [_nothing_found(args.paths)]

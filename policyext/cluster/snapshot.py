@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from policyext.policy.loader import load_yaml_all, yaml_error_line
+from policyext.policy.loader import RefusedYAML, load_yaml_all, yaml_error_line
 from policyext.policy.resources import (
     InvalidQuantity,
     NodeInfo,
@@ -39,6 +39,12 @@ def read_objects(path: Path) -> list[Json]:
         documents = load_yaml_all(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise SnapshotError(f"{path}: cannot read: {e}") from None
+    except RefusedYAML as e:
+        mark = e.problem_mark
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise SnapshotError(f"{path}{where}: {e.problem}") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: nested too deeply to read") from None
     except yaml.YAMLError as e:
         raise SnapshotError(yaml_error_line(e, str(path))) from None
     return list(_flatten(documents, path))

@@ -30,11 +30,72 @@ _NO_TIMESTAMPS: Final = {
 }
 
 
+# Anchors and aliases let a few hundred bytes stand for gigabytes (a list of aliases of a
+# list of aliases multiplies what is read: the "billion laughs"), or for a value that
+# contains itself. JSON has neither, so no Kubernetes manifest needs them: they are refused
+# where they are written.
+ALIAS_REFUSED: Final = (
+    "YAML {what} {name} is not accepted: anchors and aliases can make a few bytes stand for"
+    " gigabytes (or for a value that contains itself); write the value out"
+)
+# deeper than any Kubernetes object; the composer and the checks after it recurse per level
+MAX_YAML_DEPTH: Final = 100
+TOO_DEEP: Final = f"YAML nested more than {MAX_YAML_DEPTH} levels deep"
+# Read with positions, a YAML value takes about 1 kB until the file is checked: a bound on
+# their number bounds that memory (a 1 MiB list of zeros would take 340 MB). The example
+# policies and their tests hold at most 200 values a file.
+MAX_YAML_VALUES: Final = 20_000
+TOO_MANY: Final = (
+    f"more than {MAX_YAML_VALUES:,} YAML values in one file: a policy needs far fewer (a"
+    " PolicyTest's cluster belongs in a snapshot file)"
+)
+# what a ConfigMap holds at most; a policy file needs a small part of it
+MAX_FILE_BYTES: Final = 1024 * 1024
+TOO_BIG: Final = "larger than 1 MiB (what a ConfigMap holds at most): a policy needs far less"
+
+
+class RefusedYAML(yaml.MarkedYAMLError):
+    """Well-formed YAML that is refused (an alias, an anchor, nesting too deep, too many
+    values)."""
+
+
 class KubeYAMLLoader(yaml.SafeLoader):
     """YAML read as Kubernetes reads it (YAML to JSON): an unquoted timestamp such as
-    `2026-03-14T12:00:00Z` stays a string instead of becoming a datetime."""
+    `2026-03-14T12:00:00Z` stays a string instead of becoming a datetime. Anchors, aliases
+    and nesting past MAX_YAML_DEPTH are refused where they are written."""
 
     yaml_implicit_resolvers = _NO_TIMESTAMPS
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            raise _refusal(_refused("alias", f"*{event.anchor}"), event.start_mark)
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise _refusal(_refused("anchor", f"&{anchor}"), event.start_mark)
+        if self._depth >= MAX_YAML_DEPTH:
+            raise _refusal(TOO_DEEP, event.start_mark)
+        self._values += 1
+        if self._values > MAX_YAML_VALUES:
+            raise _refusal(TOO_MANY, event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _refused(what: str, name: str) -> str:
+    return ALIAS_REFUSED.format(what=what, name=name)
+
+
+def _refusal(problem: str, mark: Any) -> RefusedYAML:
+    return RefusedYAML(problem=problem, problem_mark=mark)
 
 
 # libyaml's parser, when PyYAML was built with it: snapshots of thousands of nodes
@@ -42,9 +103,16 @@ _FastBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class FastKubeYAMLLoader(_FastBase):  # type: ignore[misc]
-    """KubeYAMLLoader on libyaml, for large files where positions are not needed."""
+    """KubeYAMLLoader on libyaml, for large files where positions are not needed. libyaml
+    composes in C, so an alias is caught when its value is constructed a second time (and
+    named at the anchored value); an anchor alone is harmless here: nothing is read twice."""
 
     yaml_implicit_resolvers = _NO_TIMESTAMPS
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> object:
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise _refusal(_refused("alias", "of this value"), node.start_mark)
+        return super().construct_object(node, deep)
 
 
 def load_yaml(text: str) -> object:
@@ -163,6 +231,8 @@ def read_documents(path: Path, display: str | None = None) -> tuple[list[Documen
     """Every document of a YAML or JSON file; a syntax error is an issue, not an exception."""
     name = display or str(path)
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return [], [Issue(Location(name, 1, 1), TOO_BIG)]
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return [], [Issue(Location(name, 1, 1), f"cannot read file: {e}")]
@@ -172,6 +242,8 @@ def read_documents(path: Path, display: str | None = None) -> tuple[list[Documen
 def parse_documents(text: str, name: str) -> tuple[list[Document], list[Issue]]:
     issues: list[Issue] = []
     documents: list[Document] = []
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return documents, [Issue(Location(name, 1, 1), TOO_BIG)]
     lines = text.splitlines()
     try:
         for index, root in enumerate(yaml.compose_all(text, Loader=KubeYAMLLoader)):
@@ -180,6 +252,12 @@ def parse_documents(text: str, name: str) -> tuple[list[Document], list[Issue]]:
             doc = Document(name, index, None, lines)
             doc.data = _Builder(doc, issues).build(root, ())
             documents.append(doc)
+    except RefusedYAML as e:
+        mark = e.problem_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        issues.append(Issue(Location(name, line, column), str(e.problem)))
+    except RecursionError:  # a bound above should make this unreachable; never a crash
+        issues.append(Issue(Location(name, 1, 1), TOO_DEEP))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from policyext.cel import (
+    COST,
     CELCheckError,
     CELError,
     CELEvalError,
@@ -17,6 +18,7 @@ from policyext.cel import (
     Limits,
     Program,
     compile,
+    new_frame,
 )
 from tests.hang import hang_guard
 
@@ -345,6 +347,94 @@ def test_a_blow_up_is_stopped_by_the_budget(source: str, activation: dict[str, o
     program = compile(source, dict.fromkeys(activation, "dyn"), extensions=True)
     with pytest.raises(CostLimitExceeded):
         program.evaluate(activation, budget=100_000)
+
+
+LONG = "x" * 100_000
+SHARED = [LONG] * 1000  # a thousand references to one string: 8 kB, printed 100 MB
+NESTED = [[[LONG] * 10] * 10] * 10  # 100 MB printed as well, from three short lists
+
+
+# what each would build (about 100 MB each, several seconds for some), were it not charged
+# before it is built; the inputs exist before the measurement starts
+@pytest.mark.parametrize(
+    ("source", "activation"),
+    [
+        ("s.replace('a', big).size()", {"s": "a" * 1000, "big": LONG}),
+        ("s.replace('', big).size()", {"s": "a" * 1000, "big": LONG}),
+        ("s.replace('a', big, 999).size()", {"s": "a" * 1000, "big": LONG}),
+        ("'%s'.format([l]).size()", {"l": SHARED}),
+        ("'%s'.format([l]).size()", {"l": NESTED}),
+        ("l.join(big).size()", {"l": [""] * 1000, "big": LONG}),
+        ("lists.range(1000).map(i, l).flatten().size()", {"l": list(range(100_000))}),
+        ("s.split(',').size()", {"s": "," * 2_000_000}),
+        ("s.findAll('x').size()", {"s": LONG * 20}),
+        ("strings.quote(s).size()", {"s": LONG * 100}),
+        ("(s + s).size()", {"s": LONG * 100}),
+        ("(l + l).size()", {"l": [0] * 600_000}),
+        ("base64.encode(b).size()", {"b": b"x" * 10_000_000}),
+    ],
+    ids=[
+        "replace",
+        "replace between every character",
+        "replace 999 times",
+        "format of one value repeated",
+        "format of nested repetitions",
+        "join with a big separator",
+        "flatten of one list repeated",
+        "split into two million parts",
+        "findAll of two million matches",
+        "quote",
+        "string concatenation",
+        "list concatenation",
+        "base64",
+    ],
+)
+def test_a_result_past_the_budget_is_refused_before_it_is_built(
+    source: str, activation: dict[str, object]
+) -> None:
+    program = compile(source, dict.fromkeys(activation, "dyn"), extensions=True)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CostLimitExceeded):
+            program.evaluate(activation)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024, f"{peak} bytes allocated: the result was built"
+
+
+S = "ab-" * 1000
+L = list(range(100))
+
+
+# the units one evaluation is charged, as before results were charged before they are
+# built: the bound charged first is given back down to what the result used
+CHARGED = [
+    ("s.replace('a', 'xyz')", {"s": S}, 1100),
+    ("s.replace('-', '', 10)", {"s": S}, 899),
+    ("s.split('-')", {"s": S}, 1601),
+    ("s.split('', 7)", {"s": S}, 607),
+    ("s.lowerAscii() + s.upperAscii()", {"s": S}, 1800),
+    ("s.trim().substring(5, 900)", {"s": S}, 989),
+    ("[s, s, s].join(s)", {"s": S}, 4500),
+    ("strings.quote(s)", {"s": S}, 600),
+    ("'%s and %s and %d'.format([s, [s, 1.5, {'k': s}], 7])", {"s": S}, 905),
+    ("s.findAll('a')", {"s": S}, 1301),
+    ("s.find('b-a')", {"s": S}, 301),
+    ("base64.decode(base64.encode(bytes(s)))", {"s": S}, 1400),
+    ("[l, [l, l]].flatten(2)", {"l": L}, 314),
+    ("l + l + [1]", {"l": L}, 401),
+]
+
+
+@pytest.mark.parametrize(("source", "activation", "units"), CHARGED, ids=[c[0] for c in CHARGED])
+def test_what_a_call_builds_is_charged_what_it_used(
+    source: str, activation: dict[str, object], units: int
+) -> None:
+    program = compile(source, dict.fromkeys(activation, "dyn"), extensions=True)
+    frame = new_frame(activation, 1_000_000)
+    program.run(frame)
+    assert frame[COST] == [units, 1_000_000]  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

@@ -214,3 +214,36 @@ def test_a_policy_test_case_takes_a_workload_file_as_its_pod(tmp_path: Path) -> 
     done = policyext("test", tmp_path / "t.yaml")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS the deployment's pods stay off the spot node" in done.stdout
+
+
+ALIASED_NODES = """\
+apiVersion: v1
+kind: List
+items:
+- &node {kind: Node, metadata: {name: a}, status: {allocatable: {cpu: "1"}}}
+- *node
+"""
+
+
+ALIASED = "aliased.yaml"
+WEB_POD = str(FIXTURES / "web-pod.yaml")
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        ["--pod", WEB_POD, "--snapshot", ALIASED],
+        ["--pod", WEB_POD, "--nodes", ALIASED],
+        ["--pod", ALIASED, "--snapshot", CLUSTER],
+    ],
+    ids=["a snapshot", "nodes", "a pod"],
+)
+def test_a_yaml_alias_in_a_snapshot_nodes_or_pod_file_is_refused_at_the_aliased_value(
+    tmp_path: Path, inputs: list[str]
+) -> None:
+    aliased = tmp_path / ALIASED
+    aliased.write_text(ALIASED_NODES)
+    done = policyext("simulate", CRITICAL_RULES, *inputs, cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"{ALIASED}:4:3: YAML alias of this value is not accepted" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -248,3 +248,54 @@ def test_the_event_is_named_by_the_configmap_version_so_workers_record_it_once()
     assert body["involvedObject"]["kind"] == "ConfigMap" and body["involvedObject"]["uid"] == "u-1"
     assert len(body["message"]) == EVENT_MESSAGE_LIMIT and body["message"].endswith("...")
     assert event_body(state({}, "43"), "PolicyApplied", "ok", "pod-1")["type"] == "Normal"
+
+
+# what a load may raise besides the PolicyError of invalid policies, and what is said of it
+UNEXPECTED = [
+    (RecursionError("maximum recursion depth exceeded"), "a value is nested too deeply to load"),
+    (MemoryError(), "they take more memory than there is to load them"),
+    (KeyError("spec"), "KeyError: 'spec'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "says"), UNEXPECTED, ids=[type(e).__name__ for e, _ in UNEXPECTED]
+)
+def test_a_reload_that_raises_is_a_failed_reload_and_the_last_good_set_keeps_serving(
+    monkeypatch: pytest.MonkeyPatch, error: BaseException, says: str
+) -> None:
+    src, store, recorded = sources()
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    good = store.current
+
+    def exploding(*_args: object) -> None:
+        raise error
+
+    monkeypatch.setattr("policyext.cluster.policy_sources.load_policies", exploding)
+    src.configmap_changed(state({"a.yaml": B}, "8"))
+    assert store.current is good
+    assert (store.reloads_ok, store.reloads_failed) == (1, 1)
+    assert store.status is not None and not store.status.ok
+    assert store.status.error == f"cannot load policies: {says}"
+    assert recorded.events[-1][:2] == ("8", False)
+    assert says in recorded.events[-1][2]
+
+
+BILLION_LAUGHS = "\n".join(
+    ["apiVersion: policyext.io/v1alpha1", "kind: SchedulingPolicy", "metadata: {name: lol}"]
+    + ["x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]" for i in range(1, 9)]
+)
+
+
+def test_an_alias_bomb_in_the_configmap_is_a_rejected_update_naming_the_anchor() -> None:
+    src, store, _ = sources()
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    good = store.current
+    src.configmap_changed(state({"a.yaml": A, "lol.yaml": BILLION_LAUGHS}, "8"))
+    assert store.current is good and store.reloads_failed == 1
+    assert store.status is not None
+    [issue] = store.status.issues
+    assert str(issue).startswith(
+        "configmap/kube-system/policies/lol.yaml:4:5: YAML anchor &x0 is not accepted"
+    )

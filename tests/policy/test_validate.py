@@ -123,6 +123,37 @@ CASES = [
         ),
         "7:5: m: spec.filters[0]: give either message or messageExpression, not both",
     ),
+    (
+        "a YAML anchor, refused where it is written",
+        doc("y", "filters:\n- name: f\n  expression: &e 'true'\n  message: *e"),
+        "8:17: YAML anchor &e is not accepted: anchors and aliases can make a few bytes"
+        " stand for gigabytes",
+    ),
+    (
+        "a YAML alias, refused before anything looks for its anchor",
+        HEADER + "metadata: {name: a}\n---\n" + doc("z", "filters: *f"),
+        "10:12: YAML alias *f is not accepted",
+    ),
+    (
+        "a YAML value that contains itself",
+        HEADER + "metadata: &m {name: *m}\n",
+        "3:11: YAML anchor &m is not accepted",
+    ),
+    (
+        "YAML nested 101 levels deep",
+        doc("n", "filters: " + "[" * 101 + "]" * 101),
+        "6:110: YAML nested more than 100 levels deep",
+    ),
+    (
+        "more than 20,000 YAML values (each takes about 1 kB until the file is checked)",
+        doc("v", "filters: [" + "0, " * 20_000 + "]"),
+        "6:59974: more than 20,000 YAML values in one file",
+    ),
+    (
+        "a file larger than a ConfigMap can hold",
+        doc("b", "filters: []") + "# " + "x" * 1024 * 1024 + "\n",
+        "1:1: larger than 1 MiB (what a ConfigMap holds at most)",
+    ),
 ]
 
 

@@ -2,27 +2,40 @@
 with file:line:col, and what can is stopped by the cost budget of each evaluation, with
 the budget's error in /explain, while the other policies go on deciding as before.
 
-The table is bench/hostile_policies.py's, whose command measures the same rules on 500
-nodes (docs/reliability.md has the figures)."""
+Policies built to take memory (YAML aliases, nesting, results that grow past the budget)
+are refused or stopped the same way by `validate`, `simulate` and a serving worker that
+reloads them, each under PEAK_LIMIT_MB of peak resident memory.
+
+The tables are bench/hostile_policies.py's, whose command measures the same rules on 500
+nodes and the bombs' peaks (docs/reliability.md has the figures)."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.hostile_policies import (
+    BOMBS,
     EVALUATION_TIME,
     LOAD_TIME,
+    PEAK_LIMIT_MB,
     HostileRule,
+    PolicyBomb,
     policy_document,
     policy_name,
+    simulate_bomb,
+    validate_bomb,
 )
+from bench.server import peak_mb
 from policyext.cli import main as policyext
 from tests.server.conftest import ServerFactory
 from tests.server.harness import RULES, ExtenderServer
+from tests.server.hostile import worker_pids
 from tests.server.kube import fixture
 
 # two nodes: a rule that spends its whole budget on each node costs about a budget's
@@ -122,3 +135,81 @@ def test_a_request_over_every_node_is_ended_by_its_deadline(
     assert re.search(
         rf'^policyext_request_deadline_exceeded_total\{{verb="{verb}"\}} [1-9]', metrics, re.M
     ), "the deadline was what ended it"
+
+
+# -- policies built to take memory ---------------------------------------------------------
+@pytest.mark.parametrize("bomb", BOMBS, ids=[b.name for b in BOMBS])
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_a_policy_bomb_is_refused_or_stopped_under_the_memory_limit(
+    command: str, bomb: PolicyBomb, tmp_path: Path
+) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(bomb.text)
+    done = validate_bomb(path) if command == "validate" else simulate_bomb(path)
+    assert done.peak_mb < PEAK_LIMIT_MB, done.output[-2000:]
+    assert "Traceback" not in done.output
+    if bomb.refused:
+        assert done.returncode == 1
+        assert re.search(
+            rf"{re.escape(str(path))}:\d+:\d+: .*{re.escape(bomb.refused)}", done.output
+        )
+    else:
+        assert done.returncode == 0, done.output[-2000:]
+        if command == "simulate":  # the rule's failurePolicy (Ignore) took the budget's error
+            assert bomb.stopped in done.output
+
+
+@pytest.fixture(scope="module")
+def bomb_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bombs")
+
+
+@pytest.fixture(scope="module")
+def bombed_server(serve: ServerFactory, bomb_folder: Path) -> ExtenderServer:
+    return serve("--workers", "1", rules=(RULES, bomb_folder))
+
+
+def _reloaded(server: ExtenderServer, change: Callable[[], object]) -> dict[str, Any]:
+    """Make the change, then wait until the worker has tried to load it."""
+    before = server.get("/policies").json()["lastReload"]
+    change()
+    started = time.monotonic()
+    while (after := server.get("/policies").json()["lastReload"]) == before:
+        if time.monotonic() - started > 60:
+            pytest.fail("no reload within 60 s of the change")
+        time.sleep(0.05)
+    status: dict[str, Any] = after
+    return status
+
+
+@pytest.mark.parametrize("bomb", BOMBS, ids=[b.name for b in BOMBS])
+def test_a_serving_worker_reloads_a_policy_bomb_and_keeps_serving_under_the_memory_limit(
+    bombed_server: ExtenderServer, bomb_folder: Path, bomb: PolicyBomb
+) -> None:
+    """One worker takes every bomb in turn: its peak so far stays under the limit after
+    each, and it is the same worker (none died and was replaced)."""
+    [worker] = worker_pids(bombed_server)
+    good = bombed_server.get("/policies").json()["version"]
+    path = bomb_folder / "bomb.yaml"
+    status = _reloaded(bombed_server, lambda: path.write_text(bomb.text))
+    try:
+        if bomb.refused:
+            assert status["ok"] is False
+            assert any(bomb.refused in error for error in status["errors"]), status
+            assert bombed_server.get("/policies").json()["version"] == good
+        else:
+            assert status["ok"] is True, status
+            explained = bombed_server.post_json("/explain", REQUEST).json()
+            errors = [
+                e["error"]
+                for node in explained["nodes"]
+                for e in node["ignoredErrors"]
+                if e["policy"] == "bomb"
+            ]
+            assert len(errors) == len(REQUEST["NodeNames"])
+            assert all(bomb.stopped in e for e in errors), errors
+        assert bombed_server.post_json("/filter", REQUEST).status == 200
+        assert worker_pids(bombed_server) == [worker], "the worker lived through it"
+        assert peak_mb(worker) < PEAK_LIMIT_MB
+    finally:
+        _reloaded(bombed_server, path.unlink)

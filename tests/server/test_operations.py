@@ -384,3 +384,19 @@ def test_the_urls_config_builds_are_the_ones_the_server_answers(
         if verb == "preemptVerb":
             body = fixture_bytes("preempt-meta-victims.request.json")
         assert prefixed.post(path, body).status == 200, path
+
+
+def test_serve_refuses_to_start_when_loading_the_policies_fails_unexpectedly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A load that raises (a bug, or resources exhausted) is a refusal that says so, not a
+    traceback that a supervisor would restart into a crash loop."""
+
+    def exhausted(*_args: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("policyext.settings.load_policy_set", exhausted)
+    assert main(["serve", "--rules", str(RULES)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot load policies: a value is nested too deeply to load" in err
+    assert "Traceback" not in err

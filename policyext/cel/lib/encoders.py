@@ -12,7 +12,7 @@ import math
 from typing import Final
 
 from policyext.cel.errors import CELEvalError
-from policyext.cel.functions import Library
+from policyext.cel.functions import CHARS_PER_UNIT, Library
 from policyext.cel.values import no_such_overload
 
 ENCODERS_LIBRARY: Final = Library("encoders")
@@ -25,14 +25,23 @@ def _size_cost(value: object) -> int:
     return math.ceil(len(value) * _SCAN_FACTOR) if isinstance(value, str | bytes) else 0
 
 
-@ENCODERS_LIBRARY.function("base64.encode", 1, result="string", cost=_size_cost)
+def _encoded_size(_room: int, data: object) -> int:
+    # four characters per three bytes, padded
+    return (len(data) + 2) // 3 * 4 // CHARS_PER_UNIT if type(data) is bytes else 0
+
+
+def _decoded_size(_room: int, text: object) -> int:
+    return len(text) * 3 // 4 // CHARS_PER_UNIT if type(text) is str else 0
+
+
+@ENCODERS_LIBRARY.function("base64.encode", 1, result="string", cost=_size_cost, size=_encoded_size)
 def encode(data: object) -> str:
     if type(data) is not bytes:
         raise no_such_overload("base64.encode", data)
     return base64.b64encode(data).decode("ascii")
 
 
-@ENCODERS_LIBRARY.function("base64.decode", 1, result="bytes", cost=_size_cost)
+@ENCODERS_LIBRARY.function("base64.decode", 1, result="bytes", cost=_size_cost, size=_decoded_size)
 def decode(text: object) -> bytes:
     if type(text) is not str:
         raise no_such_overload("base64.decode", text)

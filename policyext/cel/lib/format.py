@@ -11,13 +11,14 @@ timestamps in RFC 3339, and NaN / infinities as `NaN`, `Infinity`, `-Infinity`.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Final, TypeGuard
 
 from policyext.cel.errors import CELEvalError
-from policyext.cel.functions import Library
+from policyext.cel.functions import CHARS_PER_UNIT, Library
 from policyext.cel.lib.strings import go_quote, scan_cost
 from policyext.cel.values import (
     NANOS_PER_SECOND,
@@ -47,7 +48,88 @@ def _format_cost(template: object, args: object) -> int:
     return scan_cost(size)
 
 
-@FORMAT_LIBRARY.member("format", 1, receiver=str, result="string", cost=_format_cost)
+# -- the size of the result, bounded before it is built (functions.py) ---------------------
+# Formatting prints the values of its arguments whole, and a list may hold the same big
+# value many times (`[big, big, ...]` costs a reference each): what it prints is bounded by
+# walking the arguments, which stops as soon as the bound is past what the budget has left
+# (the walk of a list holding itself through its elements many times would never end).
+_NUMBER_CHARS: Final = 520  # %f of the largest double: 309 digits, 103 commas, 100 decimals
+_SCALAR_CHARS: Final = 64  # a bool, an int, a %g double, a duration, a timestamp, a type
+
+
+def _format_size(room: int, template: object, args: object) -> int:
+    if type(template) is not str or not isinstance(args, list | tuple):
+        return 0
+    limit = (room + 1) * CHARS_PER_UNIT
+    chars = len(template)
+    for verb, arg in zip(_verbs(template), args, strict=False):
+        chars += _clause_chars(verb, arg, limit - chars)
+        if chars > limit:
+            break
+    return chars // CHARS_PER_UNIT
+
+
+@functools.lru_cache(maxsize=256)  # templates are nearly always constants
+def _verbs(template: str) -> tuple[str, ...]:
+    """The verb of each clause, in order (what is malformed fails when formatting)."""
+    verbs: list[str] = []
+    i = template.find("%")
+    while 0 <= i < len(template) - 1:
+        j = i + 1
+        if template[j] == "%":
+            i = template.find("%", j + 1)
+            continue
+        while j < len(template) and (template[j] == "." or "0" <= template[j] <= "9"):
+            j += 1
+        if j < len(template):
+            verbs.append(template[j])
+        i = template.find("%", j + 1)
+    return tuple(verbs)
+
+
+def _clause_chars(verb: str, value: object, room: int) -> int:
+    if verb == "s":
+        return _shown_chars(value, room, member=False)
+    if verb in "xX":
+        if type(value) is str:
+            return 2 * len(value) if value.isascii() else 8 * len(value)
+        if type(value) is bytes:
+            return 2 * len(value)
+    return _NUMBER_CHARS
+
+
+def _shown_chars(value: object, room: int, *, member: bool) -> int:
+    """At least as many characters as `%s` prints for `value` (`member`: inside a list or
+    map, where strings are quoted); past `room`, any number past it."""
+    if isinstance(value, str | bytes):
+        if not member:
+            return len(value)
+        # quoted: an escape takes at most 4 characters for ASCII, 10 for the rest
+        per = 4 if isinstance(value, str) and value.isascii() else 10
+        return per * len(value) + 3
+    if isinstance(value, float) and member and math.isfinite(value) and abs(value) >= 1e15:
+        return _NUMBER_CHARS  # six decimals after every digit of a big double
+    if isinstance(value, list | tuple):
+        chars = 2
+        for item in value:
+            chars += _shown_chars(item, room - chars, member=True) + 2
+            if chars > room:
+                break
+        return chars
+    if isinstance(value, dict):
+        chars = 2
+        for key, item in value.items():
+            chars += _shown_chars(key, room, member=True)
+            chars += _shown_chars(item, room - chars, member=True) + 3
+            if chars > room:
+                break
+        return chars
+    return _SCALAR_CHARS
+
+
+@FORMAT_LIBRARY.member(
+    "format", 1, receiver=str, result="string", cost=_format_cost, size=_format_size
+)
 def format_string(template: str, args: object) -> str:
     if not isinstance(args, list | tuple):
         raise no_such_overload("format", template, args)

@@ -203,12 +203,32 @@ def _flatten_cost(target: object, depth: object = 1) -> int:
     return _allocation_cost(size, float(max(levels, 0)))
 
 
-@_lib.member("flatten", 0, receiver=_LISTS, result="list", cost=_flatten_cost)
+def _flatten_size(room: int, target: object, depth: object = 1) -> int:
+    """The elements the flattening visits (a unit each): at least as many as it keeps. A
+    list may hold one inner list many times (a reference each), so this is counted, and the
+    count stops once it is past what the budget has left."""
+    if not isinstance(target, _LISTS):
+        return 0
+    return _visits(target, depth if type(depth) is int else 1, room)
+
+
+def _visits(items: ListValue, depth: int, room: int) -> int:
+    count = 0
+    for item in items:
+        count += 1
+        if depth > 0 and isinstance(item, _LISTS):
+            count += _visits(item, depth - 1, room - count)
+        if count > room:
+            break
+    return count
+
+
+@_lib.member("flatten", 0, receiver=_LISTS, result="list", cost=_flatten_cost, size=_flatten_size)
 def flatten(items: ListValue) -> list[object]:
     return _flatten(items, 1)
 
 
-@_lib.member("flatten", 1, receiver=_LISTS, result="list", cost=_flatten_cost)
+@_lib.member("flatten", 1, receiver=_LISTS, result="list", cost=_flatten_cost, size=_flatten_size)
 def flatten_depth(items: ListValue, depth: object) -> list[object]:
     if type(depth) is not int:
         raise no_such_overload("flatten", items, depth)

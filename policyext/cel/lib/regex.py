@@ -24,7 +24,7 @@ import re2
 from re2 import _re2
 
 from policyext.cel.errors import CELEvalError
-from policyext.cel.functions import Library
+from policyext.cel.functions import CHARS_PER_UNIT, Library
 from policyext.cel.values import no_such_overload
 
 REGEX_LIBRARY: Final = Library("regex")
@@ -154,6 +154,18 @@ def regex_cost(s: object, pattern: object, *_args: object) -> int:
     return text_cost * math.ceil(len(pattern) * _PATTERN_FACTOR)
 
 
+def _find_size(_room: int, s: object, *_args: object) -> int:
+    return len(s) // CHARS_PER_UNIT if type(s) is str else 0
+
+
+def _find_all_size(_room: int, s: object, _pattern: object, limit: object = -1) -> int:
+    """At most a match per position, and the empty match at the end (a unit each)."""
+    if type(s) is not str:
+        return 0
+    matches = len(s) + 1
+    return min(matches, limit) if type(limit) is int and limit >= 0 else matches
+
+
 def _regex(name: str, s: object, pattern: object, *rest: object) -> tuple[str, CompiledRegex]:
     if type(s) is not str or type(pattern) is not str:
         raise no_such_overload(name, s, pattern, *rest)
@@ -182,13 +194,23 @@ def matches_member(s: str, pattern: object) -> bool:
     return regex.matches(text)
 
 
-@_lib.member("find", 1, receiver=str, result="string", cost=regex_cost, params=("string",))
+@_lib.member(
+    "find", 1, receiver=str, result="string", cost=regex_cost, params=("string",), size=_find_size
+)
 def find(s: str, pattern: object) -> str:
     text, regex = _regex("find", s, pattern)
     return regex.find(text)
 
 
-@_lib.member("findAll", 1, receiver=str, result="list", cost=regex_cost, params=("string",))
+@_lib.member(
+    "findAll",
+    1,
+    receiver=str,
+    result="list",
+    cost=regex_cost,
+    params=("string",),
+    size=_find_all_size,
+)
 def find_all(s: str, pattern: object) -> list[str]:
     text, regex = _regex("findAll", s, pattern)
     return regex.find_all(text)
@@ -200,6 +222,7 @@ def find_all(s: str, pattern: object) -> list[str]:
     receiver=str,
     result="list",
     cost=regex_cost,
+    size=_find_all_size,
     params=(
         "string",
         "int",

@@ -12,7 +12,7 @@ import math
 from typing import Final, cast
 
 from policyext.cel.errors import CELEvalError
-from policyext.cel.functions import Library
+from policyext.cel.functions import CHARS_PER_UNIT, Library
 from policyext.cel.values import no_such_overload
 
 STRINGS_LIBRARY: Final = Library("strings")
@@ -34,6 +34,55 @@ def _target_scan_cost(target: object, *_args: object) -> int:
 def _target_build_cost(target: object, *_args: object) -> int:
     # scanning the target plus building a result of about the same size
     return scan_cost(len(target), 2 * _SCAN_FACTOR) if isinstance(target, str) else 0
+
+
+# -- the size of results, known before they are built (functions.py) -----------------------
+def text_size(chars: int) -> int:
+    """The charge for building a string of `chars` characters."""
+    return chars // CHARS_PER_UNIT
+
+
+def _at_most_target(_room: int, target: object, *_args: object) -> int:
+    """A result no longer than the target string (a case change, a trim, a substring)."""
+    return len(target) // CHARS_PER_UNIT if type(target) is str else 0
+
+
+def _replace_size(_room: int, s: object, old: object, new: object, limit: object = -1) -> int:
+    """Exactly what the replacement builds: each occurrence grows the string by the
+    difference of lengths (str.count finds them without building anything)."""
+    if type(s) is not str or type(old) is not str or type(new) is not str:
+        return 0
+    growth = len(new) - len(old)
+    if growth <= 0:
+        return text_size(len(s))
+    count = s.count(old)  # with an empty `old`: between every two characters and at the ends
+    if type(limit) is int and limit >= 0:
+        count = min(count, limit)
+    return text_size(len(s) + count * growth)
+
+
+def _split_size(_room: int, s: object, sep: object, limit: object = -1) -> int:
+    """The number of parts (a unit each)."""
+    if type(s) is not str or type(sep) is not str:
+        return 0
+    parts = s.count(sep) + 1 if sep else len(s)
+    if type(limit) is int and limit >= 0:
+        parts = min(parts, limit)
+    return parts
+
+
+def _join_size(_room: int, items: object, sep: object = "") -> int:
+    if not isinstance(items, list | tuple):
+        return 0
+    chars = sum(len(x) for x in items if type(x) is str)
+    if type(sep) is str and items:
+        chars += len(sep) * (len(items) - 1)
+    return text_size(chars)
+
+
+def _quote_size(_room: int, s: object) -> int:
+    # each character is written as at most two (a backslash escape), plus the quotes
+    return text_size(2 * len(s) + 2) if type(s) is str else 0
 
 
 def _out_of_range(index: int) -> CELEvalError:
@@ -117,7 +166,15 @@ def last_index_of_from(s: str, sub: object, offset: object) -> int:
     return s.rfind(sub, 0, last + len(sub))
 
 
-@_lib.member("substring", 1, receiver=str, result="string", cost=_target_scan_cost, params=("int",))
+@_lib.member(
+    "substring",
+    1,
+    receiver=str,
+    result="string",
+    cost=_target_scan_cost,
+    params=("int",),
+    size=_at_most_target,
+)
 def substring(s: str, start: object) -> str:
     if type(start) is not int:
         raise no_such_overload("substring", s, start)
@@ -132,6 +189,7 @@ def substring(s: str, start: object) -> str:
     receiver=str,
     result="string",
     cost=_target_scan_cost,
+    size=_at_most_target,
     params=(
         "int",
         "int",
@@ -157,13 +215,17 @@ _TO_LOWER: Final = str.maketrans(_ASCII_UPPER, _ASCII_LOWER)
 _TO_UPPER: Final = str.maketrans(_ASCII_LOWER, _ASCII_UPPER)
 
 
-@_lib.member("lowerAscii", 0, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member(
+    "lowerAscii", 0, receiver=str, result="string", cost=_target_scan_cost, size=_at_most_target
+)
 def lower_ascii(s: str) -> str:
     # str.lower() would also fold non-ASCII letters (Æ -> æ), which cel-go leaves alone
     return s.lower() if s.isascii() else s.translate(_TO_LOWER)
 
 
-@_lib.member("upperAscii", 0, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member(
+    "upperAscii", 0, receiver=str, result="string", cost=_target_scan_cost, size=_at_most_target
+)
 def upper_ascii(s: str) -> str:
     return s.upper() if s.isascii() else s.translate(_TO_UPPER)
 
@@ -177,7 +239,7 @@ GO_WHITESPACE: Final = (
 )
 
 
-@_lib.member("trim", 0, receiver=str, result="string", cost=_target_scan_cost)
+@_lib.member("trim", 0, receiver=str, result="string", cost=_target_scan_cost, size=_at_most_target)
 def trim(s: str) -> str:
     return s.strip(GO_WHITESPACE)
 
@@ -188,6 +250,7 @@ def trim(s: str) -> str:
     receiver=str,
     result="string",
     cost=_target_build_cost,
+    size=_replace_size,
     params=(
         "string",
         "string",
@@ -205,6 +268,7 @@ def replace(s: str, old: object, new: object) -> str:
     receiver=str,
     result="string",
     cost=_target_build_cost,
+    size=_replace_size,
     params=(
         "string",
         "string",
@@ -218,7 +282,15 @@ def replace_n(s: str, old: object, new: object, limit: object) -> str:
     return s.replace(old, new, max(limit, -1))
 
 
-@_lib.member("split", 1, receiver=str, result="list", cost=_target_build_cost, params=("string",))
+@_lib.member(
+    "split",
+    1,
+    receiver=str,
+    result="list",
+    cost=_target_build_cost,
+    size=_split_size,
+    params=("string",),
+)
 def split(s: str, sep: object) -> list[str]:
     if type(sep) is not str:
         raise no_such_overload("split", s, sep)
@@ -231,6 +303,7 @@ def split(s: str, sep: object) -> list[str]:
     receiver=str,
     result="list",
     cost=_target_build_cost,
+    size=_split_size,
     params=(
         "string",
         "int",
@@ -264,13 +337,19 @@ def _join_cost(items: object, sep: object = "") -> int:
     return scan_cost(chars, 2 * _SCAN_FACTOR)
 
 
-@_lib.member("join", 0, receiver=(list, tuple), result="string", cost=_join_cost)
+@_lib.member("join", 0, receiver=(list, tuple), result="string", cost=_join_cost, size=_join_size)
 def join(items: list[object] | tuple[object, ...]) -> str:
     return _join(items, "")
 
 
 @_lib.member(
-    "join", 1, receiver=(list, tuple), result="string", cost=_join_cost, params=("string",)
+    "join",
+    1,
+    receiver=(list, tuple),
+    result="string",
+    cost=_join_cost,
+    params=("string",),
+    size=_join_size,
 )
 def join_with(items: list[object] | tuple[object, ...], sep: object) -> str:
     if type(sep) is not str:
@@ -338,7 +417,9 @@ def _arg_scan_cost(s: object) -> int:
     return scan_cost(len(s)) if type(s) is str else 0
 
 
-@_lib.function("strings.quote", 1, result="string", cost=_arg_scan_cost, params=("string",))
+@_lib.function(
+    "strings.quote", 1, result="string", cost=_arg_scan_cost, params=("string",), size=_quote_size
+)
 def quote(s: object) -> str:
     """`s` as a double-quoted CEL string literal, escapes and all."""
     if type(s) is not str:
