@@ -37,7 +37,7 @@ def _stamp(venv: Path, name: str) -> None:
 
 def test_make_run_installs_the_runtime_dependencies_without_the_extras(tmp_path: Path) -> None:
     installs = _planned("run", tmp_path / "venv")
-    assert any(line.endswith("pip install --quiet -e .") for line in installs), installs
+    assert any(line.endswith("pip install --quiet -c constraints.txt -e .") for line in installs), installs
     assert not any("[" in line for line in installs), installs
 
 
@@ -45,7 +45,7 @@ def test_make_test_after_make_run_installs_only_the_extras(tmp_path: Path) -> No
     venv = tmp_path / "venv"
     _stamp(venv, ".installed-run")
     installs = _planned("test", venv)
-    assert installs == [f"{venv}/bin/pip install --quiet {EXTRAS}"]
+    assert installs == [f"{venv}/bin/pip install --quiet -c constraints.txt {EXTRAS}"]
 
 
 def test_make_run_after_make_test_installs_nothing(tmp_path: Path) -> None:
