@@ -180,20 +180,32 @@ def compare(a: object, b: object, symbol: str) -> int:
     return 2  # NaN
 
 
+NAN_UNORDERED: Final = "NaN values cannot be ordered"
+
+
+def _order(a: object, b: object, symbol: str) -> int:
+    """`compare` for the ordering operators, for which NaN is an error (as in Kubernetes;
+    the lists library's `max()` and `isSorted()` only skip it)."""
+    found = compare(a, b, symbol)
+    if found == 2:
+        raise CELEvalError(NAN_UNORDERED)
+    return found
+
+
 def less(a: object, b: object) -> bool:
-    return compare(a, b, "_<_") == -1
+    return _order(a, b, "_<_") == -1
 
 
 def less_equal(a: object, b: object) -> bool:
-    return compare(a, b, "_<=_") in (-1, 0)
+    return _order(a, b, "_<=_") <= 0
 
 
 def greater(a: object, b: object) -> bool:
-    return compare(a, b, "_>_") == 1
+    return _order(a, b, "_>_") == 1
 
 
 def greater_equal(a: object, b: object) -> bool:
-    return compare(a, b, "_>=_") in (0, 1)
+    return _order(a, b, "_>=_") >= 0
 
 
 # -- membership and indexing --------------------------------------------------------------

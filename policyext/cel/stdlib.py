@@ -142,7 +142,11 @@ def to_double(value: object) -> float:
     if t is str:
         if not _DOUBLE_TEXT.fullmatch(value):  # type: ignore[call-overload]
             raise CELEvalError(f"cannot convert {value!r} to double")
-        return float(value)  # type: ignore[arg-type]
+        result = float(value)  # type: ignore[arg-type]
+        if math.isinf(result) and "n" not in value.lower():  # type: ignore[attr-defined]
+            # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
+            raise CELEvalError(f"cannot convert {value!r} to double: out of range")
+        return result
     raise no_such_overload("double", value)
 
 

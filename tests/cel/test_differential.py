@@ -218,10 +218,19 @@ def test_what_googles_checker_accepts_ours_accepts_and_evaluates_alike(case: Cas
         return  # a checker may be more lenient than Google's; only false rejections count
     mine = run_ours(case, check=True)
     note(f"oracle: {theirs!r}\nours:   {mine!r}")
+    if _failed(theirs, "eval:") and _failed(mine, "compile:"):
+        # a conversion of a constant that fails (`uint('-1')`): Kubernetes converts constants
+        # when it builds the program and refuses the rule there, as ours does when compiling;
+        # the C++ runtime fails it when evaluating
+        return
     assert mine.error is None or not mine.error.startswith("compile:"), (
         f"our checker rejects what Google's accepts: {case!r}\n  ours: {mine!r}"
     )
     assert agree(mine, theirs), f"{case!r}\n  oracle: {theirs!r}\n  ours:   {mine!r}"
+
+
+def _failed(outcome: Outcome, stage: str) -> bool:
+    return outcome.error is not None and outcome.error.startswith(stage)
 
 
 def parses_in_oracle(source: str) -> bool:
