@@ -64,6 +64,8 @@ _LITERAL_TYPES: Final = {
     str: t.STRING,
     bytes: t.BYTES,
 }
+# what a field is selected from (the rest are refused: a string, a list, a timestamp...)
+_SELECTABLE: Final = frozenset(("map", "object", "dyn"))
 _NOT_SELECTABLE: Final = frozenset(
     ("int", "uint", "double", "string", "bytes", "bool", "null_type", "list")
 )
@@ -259,12 +261,12 @@ class Checker:
                 return resolved
         operand = self.visit(node.operand)
         field_type = self.field_type(operand, node)
+        inner = operand.element if operand.kind == "optional_type" else operand
+        if self.check and inner.kind not in _SELECTABLE:
+            # an optional's value too: `{'a': 1}.?a.b` selects from an int
+            raise self.error(f"type '{inner}' does not support field selection", node.operand)
         if node.test_only:
             return t.BOOL
-        if self.check and operand.kind in _NOT_SELECTABLE and self.is_chain_base(node.operand):
-            raise self.error(
-                f"type '{operand.kind}' does not support field selection", node.operand
-            )
         if node.optional or operand.kind == "optional_type":
             return t.optional_of(field_type)
         return field_type

@@ -319,7 +319,11 @@ def optional_select(operand: object, field: str) -> Optional:
             return Optional(operand[field])
         except KeyError:
             return Optional()
-    raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
+    if type(operand) is list or type(operand) is tuple:
+        raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
+    # a value with no fields (known only at run time: `dyn(1).?a`) has none of them, as
+    # Kubernetes answers
+    return Optional()
 
 
 def has_field(operand: object, field: str) -> bool:
@@ -328,7 +332,9 @@ def has_field(operand: object, field: str) -> bool:
         return field in operand
     if type(operand) is Optional:
         return operand.has_value() and has_field(operand.value, field)
-    raise CELEvalError(f"invalid type for has(): {type_name(operand)}")
+    if type(operand) is list or type(operand) is tuple:
+        raise CELEvalError(f"invalid type for has(): {type_name(operand)}")
+    return False  # a value with no fields (`has(dyn(1).a)`), as Kubernetes answers
 
 
 _ABSENT: Final = object()
