@@ -79,7 +79,7 @@ def _float_div(a: float, b: float) -> float:
 
 
 def _timestamp_add(t: Timestamp, d: Duration) -> Timestamp:
-    return Timestamp(t.nanos + d.nanos)
+    return Timestamp(t.nanos + d.nanos, t.offset)  # in the zone it was written in, as Go
 
 
 def _checked_duration(nanos: int) -> Duration:
@@ -108,7 +108,7 @@ _SUB: Final[dict[tuple[type, type], BinaryFn]] = {
     (UInt, UInt): lambda a, b: _uint_result(a - b),  # type: ignore[operator]
     (float, float): lambda a, b: a - b,  # type: ignore[operator]
     (Duration, Duration): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
-    (Timestamp, Duration): lambda a, b: Timestamp(a.nanos - b.nanos),  # type: ignore[attr-defined]
+    (Timestamp, Duration): lambda a, b: Timestamp(a.nanos - b.nanos, a.offset),  # type: ignore[attr-defined]
     (Timestamp, Timestamp): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
 }
 
