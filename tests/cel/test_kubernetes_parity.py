@@ -174,3 +174,7 @@ def test_a_type_edge_gets_the_kubernetes_verdict_and_value(expr: str) -> None:
 
 def test_every_known_difference_is_an_expression_of_the_corpus() -> None:
     assert set(KNOWN_DIFFERENCES) <= {*TYPE_EDGES, *OPERATORS}
+
+
+def test_the_corpus_holds_each_type_edge_once() -> None:
+    assert len(TYPE_EDGES) == len(set(TYPE_EDGES))
