@@ -67,13 +67,6 @@ LIST: Final = Type("list", (DYN,))
 MAP: Final = Type("map", (DYN, DYN))
 OPTIONAL: Final = Type("optional_type", (DYN,))
 
-NUMERIC_KINDS: Final = frozenset(("int", "uint", "double"))
-# the kinds whose operators the checker knows: a mismatch among them is a check error
-CONCRETE_KINDS: Final = frozenset(
-    ("bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type")
-)
-
-
 def list_of(element: Type) -> Type:
     return Type("list", (element,))
 

@@ -69,16 +69,6 @@ _SELECTABLE: Final = frozenset(("map", "object", "dyn"))
 _NOT_SELECTABLE: Final = frozenset(
     ("int", "uint", "double", "string", "bytes", "bool", "null_type", "list")
 )
-# which concrete operand kinds each arithmetic operator accepts (same kind on both sides)
-_ARITHMETIC_KINDS: Final = {
-    "_+_": frozenset(("int", "uint", "double", "string", "bytes", "list")),
-    "_-_": frozenset(("int", "uint", "double")),
-    "_*_": frozenset(("int", "uint", "double")),
-    "_/_": frozenset(("int", "uint", "double")),
-    "_%_": frozenset(("int", "uint")),
-}
-_ORDERABLE: Final = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
-_ORDERING: Final = frozenset(("_<_", "_<=_", "_>_", "_>=_"))
 _MAP_KEY_KINDS: Final = frozenset(("dyn", "string", "int", "uint", "bool"))
 _LOOPS: Final = frozenset(
     (
