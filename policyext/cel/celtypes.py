@@ -67,6 +67,7 @@ LIST: Final = Type("list", (DYN,))
 MAP: Final = Type("map", (DYN, DYN))
 OPTIONAL: Final = Type("optional_type", (DYN,))
 
+
 def list_of(element: Type) -> Type:
     return Type("list", (element,))
 

@@ -106,6 +106,8 @@ def to_int(value: object) -> int:
         return result  # type: ignore[no-any-return]
     if t is Timestamp:
         return value.nanos // NANOS_PER_SECOND  # type: ignore[attr-defined, no-any-return]
+    if t is Duration:
+        return value.nanos  # type: ignore[attr-defined, no-any-return]
     raise no_such_overload("int", value)
 
 

@@ -274,10 +274,30 @@ BINARY: Final = ("<", ">=", "==", "!=", "+", "-", "*", "/", "%", "in")
 UNARY: Final = ("-", "!")
 
 
+CONVERSIONS: Final = (
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "duration",
+    "timestamp",
+    "dyn",
+    "type",
+    "size",
+)
+
+
 def operator_table() -> list[str]:
-    """Every binary operator over every pair of operand types, every unary one over each."""
-    out = [f"{a} {op} {b}" for op in BINARY for a in OPERANDS.values() for b in OPERANDS.values()]
-    out.extend(f"{op}{a}" for op in UNARY for a in OPERANDS.values())
+    """Every binary operator over every pair of operand types, every unary one and every
+    conversion over each, and a list literal of every pair (one type, or refused)."""
+    values = OPERANDS.values()
+    out = [f"{a} {op} {b}" for op in BINARY for a in values for b in values]
+    out.extend(f"{op}{a}" for op in UNARY for a in values)
+    out.extend(f"{f}({a})" for f in CONVERSIONS for a in values)
+    out.extend(f"{a}.size()" for a in values)
+    out.extend(f"[{a}, {b}]" for a in values for b in values)
     return out
 
 
