@@ -346,9 +346,22 @@ class Checker:
             self.check_constant_format(node)
         if signatures.overloads(name, len(node.args) + 1) is not None:
             return self.overloaded(name, node, [target, *arg_types], member=True)
-        if target.kind == "dyn" or table.fallback is not None:
+        if table.fallback is not None:
             return t.named(table.result)
         by_kind = {kind_of_class(cls): o for cls, o in table.by_type.items()}
+        if target.kind in ("dyn", "null_type"):
+            # any overload may be meant (null stands for an object, a timestamp, a library
+            # value); one that takes these arguments must exist
+            candidates = [
+                o
+                for kind, o in by_kind.items()
+                if target.kind == "dyn" or kind in signatures.NULLABLE
+            ]
+            meant = [o for o in candidates if _takes(o.params, arg_types)]
+            if not meant and self.check:
+                raise self.no_overload(name, [target, *arg_types], node, member=True)
+            results = {o.result for o in meant}
+            return t.named(results.pop()) if len(results) == 1 else DYN
         overload = by_kind.get(target.kind)
         if overload is None:
             if self.check:
@@ -601,6 +614,15 @@ def _element_join(a: Type, b: Type) -> Type:
     if DYN in (a, b):
         return b if a == DYN else a
     return t.join(a, b)
+
+
+def _takes(params: tuple[str, ...] | None, args: list[Type]) -> bool:
+    """Whether an overload with these declared parameter kinds may take the arguments."""
+    if params is None:
+        return True
+    return all(
+        a.kind == "dyn" or a.kind in p.split("|") for p, a in zip(params, args, strict=False)
+    )
 
 
 def _field_position(node: ast.Select, source: str) -> ast.Node:

@@ -25,7 +25,7 @@ from policyext.cel.celtypes import DYN, Type
 PARAM: Final = "type_param"
 # the kinds `null` may stand for (cel-go's legacy nullability: messages, opaque types such as
 # optionals and the library types, durations and timestamps)
-_NULLABLE: Final = frozenset(
+NULLABLE: Final = frozenset(
     (
         "object",
         "optional_type",
@@ -218,9 +218,9 @@ def _assignable(binding: dict[str, Type], actual: Type, expected: Type) -> bool:
     if actual.kind == "dyn" or expected.kind == "dyn":
         return True
     if actual.kind == "null_type":
-        return expected.kind in _NULLABLE
+        return expected.kind in NULLABLE
     if expected.kind == "null_type":
-        return actual.kind in _NULLABLE
+        return actual.kind in NULLABLE
     if actual.kind != expected.kind:
         return False
     if actual.kind == "object":

@@ -325,7 +325,7 @@ def _timestamp_accessor(name: str, part: str) -> None:
         return (ts.nanos % NANOS_PER_SECOND) // 1_000_000  # type: ignore[attr-defined, no-any-return]
 
     _std.member(name, 0, receiver=Timestamp, result="int")(read)
-    _std.member(name, 1, receiver=Timestamp, result="int")(read)
+    _std.member(name, 1, receiver=Timestamp, result="int", params=("string",))(read)
 
 
 for _name, _part in (

@@ -289,15 +289,56 @@ CONVERSIONS: Final = (
 )
 
 
+# member functions of the libraries, called on a value of each type, without and with an int
+MEMBERS: Final = (
+    "lowerAscii",
+    "trim",
+    "getHours",
+    "getMilliseconds",
+    "isInteger",
+    "hasValue",
+    "value",
+    "first",
+    "reverse",
+    "distinct",
+    "sum",
+    "min",
+    "sort",
+    "isSorted",
+    "flatten",
+    "join",
+    "asInteger",
+    "asApproximateFloat",
+    "getFullYear",
+    "family",
+    "getHost",
+)
+MEMBERS_OF_AN_INT: Final = (
+    "charAt",
+    "substring",
+    "orValue",
+    "indexOf",
+    "includes",
+    "add",
+    "compareTo",
+    "getHours",
+    "flatten",
+    "split",
+    "contains",
+)
+
+
 def operator_table() -> list[str]:
-    """Every binary operator over every pair of operand types, every unary one and every
-    conversion over each, and a list literal of every pair (one type, or refused)."""
+    """Every binary operator over every pair of operand types, every unary one, conversion
+    and library member over each, and a list literal of every pair (one type, or refused)."""
     values = OPERANDS.values()
     out = [f"{a} {op} {b}" for op in BINARY for a in values for b in values]
     out.extend(f"{op}{a}" for op in UNARY for a in values)
     out.extend(f"{f}({a})" for f in CONVERSIONS for a in values)
     out.extend(f"{a}.size()" for a in values)
     out.extend(f"[{a}, {b}]" for a in values for b in values)
+    out.extend(f"{a}.{m}()" for m in MEMBERS for a in values)
+    out.extend(f"{a}.{m}(1)" for m in MEMBERS_OF_AN_INT for a in values)
     return out
 
 
