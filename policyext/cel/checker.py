@@ -383,7 +383,7 @@ class Checker:
         if not self.check or params is None:
             return
         for param, arg in zip(params, args, strict=False):
-            if arg.kind != "dyn" and arg.kind not in param.split("|"):
+            if not _fits(arg, param):
                 raise self.no_overload(name, shown, node, member=member)
 
     def unknown_function(self, name: str, known: bool, arity: int, node: ast.Node) -> None:
@@ -620,9 +620,16 @@ def _takes(params: tuple[str, ...] | None, args: list[Type]) -> bool:
     """Whether an overload with these declared parameter kinds may take the arguments."""
     if params is None:
         return True
-    return all(
-        a.kind == "dyn" or a.kind in p.split("|") for p, a in zip(params, args, strict=False)
-    )
+    return all(_fits(a, p) for p, a in zip(params, args, strict=False))
+
+
+def _fits(arg: Type, param: str) -> bool:
+    """Whether an argument may stand for a parameter of these kinds (`string|bytes`): dyn
+    anywhere, null where a nullable kind (a timestamp, a library type) is taken."""
+    kinds = param.split("|")
+    if arg.kind == "null_type":
+        return any(k in signatures.NULLABLE for k in kinds)
+    return arg.kind == "dyn" or arg.kind in kinds
 
 
 def _field_position(node: ast.Select, source: str) -> ast.Node:

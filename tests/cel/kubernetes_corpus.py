@@ -328,6 +328,23 @@ MEMBERS_OF_AN_INT: Final = (
 )
 
 
+# global functions of the libraries, called on a value of each type
+FUNCTIONS: Final = (
+    "quantity",
+    "isQuantity",
+    "ip",
+    "isIP",
+    "cidr",
+    "url",
+    "semver",
+    "lists.range",
+    "strings.quote",
+    "sign",
+    "optional.of",
+    "optional.ofNonZeroValue",
+)
+
+
 def operator_table() -> list[str]:
     """Every binary operator over every pair of operand types, every unary one, conversion
     and library member over each, and a list literal of every pair (one type, or refused)."""
@@ -339,6 +356,10 @@ def operator_table() -> list[str]:
     out.extend(f"[{a}, {b}]" for a in values for b in values)
     out.extend(f"{a}.{m}()" for m in MEMBERS for a in values)
     out.extend(f"{a}.{m}(1)" for m in MEMBERS_OF_AN_INT for a in values)
+    out.extend(f"{f}({a})" for f in FUNCTIONS for a in values)
+    out.extend(f"sets.contains({a}, {a})" for a in values)
+    out.extend(f"{a}.matches('a')" for a in values)
+    out.extend(f"'a'.matches({a})" for a in values)
     return out
 
 
