@@ -360,7 +360,7 @@ def operator_table() -> list[str]:
     out.extend(f"sets.contains({a}, {a})" for a in values)
     out.extend(f"{a}.matches('a')" for a in values)
     out.extend(f"'a'.matches({a})" for a in values)
-    return out
+    return list(dict.fromkeys(out))  # each once (`'a'.matches('a')` is made twice)
 
 
 TYPE_EDGES: Final = [

@@ -176,5 +176,6 @@ def test_every_known_difference_is_an_expression_of_the_corpus() -> None:
     assert set(KNOWN_DIFFERENCES) <= {*TYPE_EDGES, *OPERATORS}
 
 
-def test_the_corpus_holds_each_type_edge_once() -> None:
+def test_the_corpus_holds_each_type_edge_and_operator_expression_once() -> None:
     assert len(TYPE_EDGES) == len(set(TYPE_EDGES))
+    assert len(OPERATORS) == len(set(OPERATORS))
