@@ -48,6 +48,10 @@ class Type:
 
 
 DYN: Final = Type("dyn")
+# `dyn` that Kubernetes' checker also types dyn (a `dyn()` call, an int-or-string field), as
+# opposed to DYN, which also stands for what this checker does not type: both are dyn to every
+# check, but only this one is a different element type from `int` in a list literal
+EXACT_DYN: Final = Type("dyn", name="dyn")
 BOOL: Final = Type("bool")
 INT: Final = Type("int")
 UINT: Final = Type("uint")
@@ -62,12 +66,6 @@ QUANTITY: Final = Type("kubernetes.Quantity")
 LIST: Final = Type("list", (DYN,))
 MAP: Final = Type("map", (DYN, DYN))
 OPTIONAL: Final = Type("optional_type", (DYN,))
-
-NUMERIC_KINDS: Final = frozenset(("int", "uint", "double"))
-# the kinds whose operators the checker knows: a mismatch among them is a check error
-CONCRETE_KINDS: Final = frozenset(
-    ("bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type")
-)
 
 
 def list_of(element: Type) -> Type:
@@ -96,6 +94,11 @@ _BY_NAME.update({"list": LIST, "map": MAP, "optional_type": OPTIONAL})
 def named(name: str) -> Type:
     """The type of a name as functions declare results: `int`, `list`, `net.IP`."""
     return _BY_NAME.get(name) or Type(name)
+
+
+def type_type(of: Type) -> Type:
+    """The type of a type: `int` as a value is of type `type(int)`."""
+    return Type("type", (of,))
 
 
 def is_dyn(t: Type) -> bool:

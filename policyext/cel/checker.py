@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from policyext.cel import ast
+from policyext.cel import ast, signatures
 from policyext.cel import celtypes as t
 from policyext.cel.celtypes import DYN, Type
 from policyext.cel.errors import CELCheckError, CELEvalError
@@ -64,19 +64,11 @@ _LITERAL_TYPES: Final = {
     str: t.STRING,
     bytes: t.BYTES,
 }
+# what a field is selected from (the rest are refused: a string, a list, a timestamp...)
+_SELECTABLE: Final = frozenset(("map", "object", "dyn"))
 _NOT_SELECTABLE: Final = frozenset(
     ("int", "uint", "double", "string", "bytes", "bool", "null_type", "list")
 )
-# which concrete operand kinds each arithmetic operator accepts (same kind on both sides)
-_ARITHMETIC_KINDS: Final = {
-    "_+_": frozenset(("int", "uint", "double", "string", "bytes", "list")),
-    "_-_": frozenset(("int", "uint", "double")),
-    "_*_": frozenset(("int", "uint", "double")),
-    "_/_": frozenset(("int", "uint", "double")),
-    "_%_": frozenset(("int", "uint")),
-}
-_ORDERABLE: Final = frozenset(("int", "uint", "double", "string", "bytes", "bool"))
-_ORDERING: Final = frozenset(("_<_", "_<=_", "_>_", "_>=_"))
 _MAP_KEY_KINDS: Final = frozenset(("dyn", "string", "int", "uint", "bool"))
 _LOOPS: Final = frozenset(
     (
@@ -107,6 +99,10 @@ _PREDICATES: Final = {
     ("transformMapEntry", 2): (0,),
 }
 _REGEX_FUNCTIONS: Final = frozenset(("matches", "find", "findAll"))
+# the conversions Kubernetes applies to a constant argument when it builds the program
+_CONVERSIONS: Final = frozenset(
+    ("bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint")
+)
 
 
 @dataclass
@@ -157,6 +153,7 @@ class Checker:
         self.locals: dict[str, list[Type]] = {}  # macro variables in scope, innermost last
         self.in_format = 0  # inside `format(...)`: its list may mix types, as in cel-go
         self.loop_depth = 0
+        self.constants: dict[ast.Node, object] = {}  # the conversions of constants, done
         self.result: Checked
 
     def run(self, tree: ast.Node) -> Checked:
@@ -216,7 +213,7 @@ class Checker:
             return self.variables[name]
         if name in TYPE_NAMES:
             refs[node] = (TYPE_NAME, name)
-            return t.TYPE
+            return t.type_type(t.named(name))
         if self.check:
             raise self.error(f"undeclared reference to '{name}'", node)
         refs[node] = (UNDECLARED, name)
@@ -243,7 +240,7 @@ class Checker:
             return self.variables[name]
         if name.split(".", 1)[0] not in self.variables and name in TYPE_NAMES:
             self.result.refs[node] = (TYPE_NAME, name)
-            return t.TYPE
+            return t.type_type(t.named(name))
         return None
 
     # -- selection ---------------------------------------------------------------------
@@ -254,12 +251,12 @@ class Checker:
                 return resolved
         operand = self.visit(node.operand)
         field_type = self.field_type(operand, node)
+        inner = operand.element if operand.kind == "optional_type" else operand
+        if self.check and inner.kind not in _SELECTABLE:
+            # an optional's value too: `{'a': 1}.?a.b` selects from an int
+            raise self.error(f"type '{inner}' does not support field selection", node.operand)
         if node.test_only:
             return t.BOOL
-        if self.check and operand.kind in _NOT_SELECTABLE and self.is_chain_base(node.operand):
-            raise self.error(
-                f"type '{operand.kind}' does not support field selection", node.operand
-            )
         if node.optional or operand.kind == "optional_type":
             return t.optional_of(field_type)
         return field_type
@@ -296,7 +293,10 @@ class Checker:
             special = _OPERATORS.get(name)
             if special is not None:
                 return special(self, node)
-            return self.global_call(name, node.args, node)
+            result = self.global_call(name, node.args, node)
+            if name in _CONVERSIONS and len(node.args) == 1:
+                self.fold_conversion(node)
+            return result
         dotted = self.qualified(node.target)
         if dotted is not None and dotted.split(".", 1)[0] not in self.variables:
             qualified_name = f"{dotted}.{name}"
@@ -321,8 +321,10 @@ class Checker:
             return DYN
         self.check_params(name, overload.params, arg_types, arg_types, node)
         self.check_constant_pattern(name, args, 1 if name == "matches" else -1, node)
-        if name in ("optional.of", "optional.ofNonZeroValue"):
-            return t.optional_of(arg_types[0])
+        if signatures.overloads(name, len(args)) is not None:
+            return self.overloaded(name, node, arg_types)
+        if name == "dyn":
+            return t.EXACT_DYN
         return t.named(overload.result)
 
     def member_call(self, node: ast.Call) -> Type:
@@ -342,12 +344,24 @@ class Checker:
         self.check_constant_pattern(name, node.args, 0, node)
         if name == "format":
             self.check_constant_format(node)
-        generic = _generic_result(name, target)
-        if generic is not None:
-            return generic
-        if target.kind == "dyn" or table.fallback is not None:
+        if signatures.overloads(name, len(node.args) + 1) is not None:
+            return self.overloaded(name, node, [target, *arg_types], member=True)
+        if table.fallback is not None:
             return t.named(table.result)
         by_kind = {kind_of_class(cls): o for cls, o in table.by_type.items()}
+        if target.kind in ("dyn", "null_type"):
+            # any overload may be meant (null stands for an object, a timestamp, a library
+            # value); one that takes these arguments must exist
+            candidates = [
+                o
+                for kind, o in by_kind.items()
+                if target.kind == "dyn" or kind in signatures.NULLABLE
+            ]
+            meant = [o for o in candidates if _takes(o.params, arg_types)]
+            if not meant and self.check:
+                raise self.no_overload(name, [target, *arg_types], node, member=True)
+            results = {o.result for o in meant}
+            return t.named(results.pop()) if len(results) == 1 else DYN
         overload = by_kind.get(target.kind)
         if overload is None:
             if self.check:
@@ -369,7 +383,7 @@ class Checker:
         if not self.check or params is None:
             return
         for param, arg in zip(params, args, strict=False):
-            if arg.kind != "dyn" and arg.kind not in param.split("|"):
+            if not _fits(arg, param):
                 raise self.no_overload(name, shown, node, member=member)
 
     def unknown_function(self, name: str, known: bool, arity: int, node: ast.Node) -> None:
@@ -382,6 +396,32 @@ class Checker:
         else:
             message = f"undeclared reference to function '{name}'"
         raise self.error(message, node)
+
+    def fold_conversion(self, node: ast.Call) -> None:
+        """A conversion of a constant (`int(' 42')`, `duration('1d')`, `uint(-1)`) is done
+        now, as Kubernetes does it when it builds the program: one that fails can never
+        succeed, and is refused when the rule is written."""
+        if not self.check:
+            return
+        known, value = self.constant(node.args[0])
+        overload = self.functions.find_global(node.function, 1)
+        if not known or overload is None:
+            return
+        try:
+            self.constants[node] = overload.impl(value)
+        except CELEvalError as e:
+            if node.function in ("timestamp", "duration"):
+                raise self.error(f"invalid {node.function} argument", node.args[0]) from None
+            raise self.error(e.message, node) from None
+
+    def constant(self, node: ast.Node) -> tuple[bool, object]:
+        """Whether a node is constant (a literal, or a conversion of a constant), and its
+        value."""
+        if isinstance(node, ast.Literal):
+            return True, node.value
+        if node in self.constants:
+            return True, self.constants[node]
+        return False, None
 
     def check_constant_format(self, node: ast.Call) -> None:
         """A constant format string with a list literal: its clauses against the list's
@@ -411,98 +451,50 @@ class Checker:
                 raise self.error(e.message, node) from None
 
     # -- operators ---------------------------------------------------------------------
+    def overloaded(
+        self, name: str, node: ast.Node, args: list[Type], *, member: bool = False
+    ) -> Type:
+        """The result of a call whose overloads signatures.py declares; a call none of them
+        takes is refused (checked mode), as Kubernetes refuses it."""
+        candidates = signatures.overloads(name, len(args))
+        assert candidates is not None, name
+        result = signatures.resolve(candidates, args)
+        if result is not None:
+            return result
+        if self.check:
+            raise self.no_overload(name, args, node, member=member)
+        return DYN
+
     def logical(self, node: ast.Call) -> Type:
         operands: list[ast.Node] = []
         _flatten(node, node.function, operands)
         for operand in operands:
-            kind = self.visit(operand).kind
-            if self.check and kind in t.CONCRETE_KINDS and kind != "bool":
-                raise self.error(
-                    f"found no matching overload for '{node.function}' applied to '{kind}'",
-                    operand,
-                )
+            found = self.visit(operand)
+            if self.check and found.kind not in ("bool", "dyn"):
+                raise self.no_overload(node.function, [found], operand)
         return t.BOOL
 
     def conditional(self, node: ast.Call) -> Type:
         cond, then, otherwise = (self.visit(a) for a in node.args)
-        if self.check and cond.kind in t.CONCRETE_KINDS and cond.kind != "bool":
-            raise self.error(f"conditional expression must be bool, not '{cond.kind}'", node)
-        return t.join(then, otherwise)
+        if self.check and cond.kind not in ("bool", "dyn"):
+            raise self.error(f"conditional expression must be bool, not '{cond}'", node)
+        return self.overloaded(node.function, node, [cond, then, otherwise])
 
-    def negation(self, node: ast.Call) -> Type:
-        kind = self.visit(node.args[0]).kind
-        if self.check and kind in t.CONCRETE_KINDS and kind != "bool":
-            raise self.error(f"found no matching overload for '!_' applied to '{kind}'", node)
-        return t.BOOL
-
-    def minus(self, node: ast.Call) -> Type:
-        arg = self.visit(node.args[0])
-        if self.check and arg.kind in t.CONCRETE_KINDS and arg.kind not in ("int", "double"):
-            raise self.error(f"found no matching overload for '-_' applied to '{arg.kind}'", node)
-        return arg
-
-    def equality(self, node: ast.Call) -> Type:
-        left, right = (self.visit(a) for a in node.args)
-        if self.check and not _comparable(left, right):
-            raise self.no_overload(node.function, [left, right], node)
-        return t.BOOL
-
-    def ordering(self, node: ast.Call) -> Type:
-        left, right = (self.visit(a) for a in node.args)
-        self.check_operands(node, left, right, _ORDERABLE)
-        return t.BOOL
-
-    def arithmetic(self, node: ast.Call) -> Type:
-        left, right = (self.visit(a) for a in node.args)
-        self.check_operands(node, left, right, _ARITHMETIC_KINDS[node.function])
-        if node.function == "_-_" and left.kind == "google.protobuf.Timestamp":
-            return DYN
-        return t.join(left, right) if left.kind == right.kind else DYN
-
-    def check_operands(
-        self, node: ast.Call, left: Type, right: Type, accepted: frozenset[str]
-    ) -> None:
-        concrete = t.CONCRETE_KINDS
-        if not self.check or left.kind not in concrete or right.kind not in concrete:
-            return
-        same = left.kind == right.kind and left.kind in accepted
-        numeric = (
-            left.kind in t.NUMERIC_KINDS
-            and right.kind in t.NUMERIC_KINDS
-            and accepted is _ORDERABLE
-        )
-        if not (same or numeric):
-            raise self.error(
-                f"found no matching overload for '{node.function}' applied to "
-                f"'({left.kind}, {right.kind})'",
-                node,
-            )
-
-    def membership(self, node: ast.Call) -> Type:
-        _item, container = (self.visit(a) for a in node.args)
-        kind = container.kind
-        if self.check and kind in t.CONCRETE_KINDS and kind not in ("list", "map"):
-            raise self.error(f"found no matching overload for '@in' applied to '{kind}'", node)
-        return t.BOOL
+    def operator(self, node: ast.Call) -> Type:
+        """A unary or binary operator: its typed overloads decide."""
+        return self.overloaded(node.function, node, [self.visit(a) for a in node.args])
 
     def index(self, node: ast.Call) -> Type:
         container, key = (self.visit(a) for a in node.args)
-        if self.check and container.kind == "object":
-            raise self.no_overload(node.function, [container, key], node)
-        optional = node.function == "_[?_]" or container.kind == "optional_type"
-        if container.kind == "optional_type":
-            container = container.element
-        if container.kind == "list":
-            element = container.element
-        elif container.kind == "map":
-            element = container.value
-        else:
-            element = DYN
         base = node.args[0]
         selects = self.check and ast.is_chain_step(node) and self.is_chain_base(base)
-        if selects and container.kind in _NOT_SELECTABLE:
-            raise self.error(f"type '{container.kind}' does not support field selection", base)
-        return t.optional_of(element) if optional else element
+        inner = container.element if container.kind == "optional_type" else container
+        if selects and inner.kind in _NOT_SELECTABLE:
+            raise self.error(f"type '{inner.kind}' does not support field selection", base)
+        if container.kind == "optional_type":
+            # indexing an optional is optional: `opt[k]` is `opt[?k]`
+            return self.overloaded("_[?_]", node, [container, key])
+        return self.overloaded(node.function, node, [container, key])
 
     # -- literals ----------------------------------------------------------------------
     def list_literal(self, node: ast.ListLit) -> Type:
@@ -510,12 +502,26 @@ class Checker:
         for i, e in enumerate(node.elements):
             et = self.visit(e)
             if i in node.optional_indices:
-                et = et.element if et.kind == "optional_type" else DYN
+                et = self.optional_entry(et, e)
             mixed = element is not None and not _equivalent(element, et)
             if mixed and self.homogeneous and not self.in_format:
                 raise self.error(f"expected type '{element}' but found '{et}'", e)
-            element = et if element is None else t.join(element, et)
+            element = et if element is None else self.joined(element, et)
         return t.list_of(element or DYN)
+
+    def joined(self, a: Type, b: Type) -> Type:
+        """The element type of a literal from two of its elements' types."""
+        if self.homogeneous and not self.in_format:
+            return _element_join(a, b)
+        return t.join(a, b)
+
+    def optional_entry(self, found: Type, node: ast.Node) -> Type:
+        """The value of an optional element or entry (`[?x]`, `{?k: x}`): x is optional."""
+        if found.kind == "optional_type":
+            return found.element
+        if self.check and found.kind != "dyn":
+            raise self.error(f"expected type 'optional_type({found})' but found '{found}'", node)
+        return DYN
 
     def map_literal(self, node: ast.MapLit) -> Type:
         key: Type | None = None
@@ -524,7 +530,7 @@ class Checker:
             kt = self.visit(entry.key)
             vt = self.visit(entry.value)
             if entry.optional:
-                vt = vt.element if vt.kind == "optional_type" else DYN
+                vt = self.optional_entry(vt, entry.value)
             if self.check and kt.kind not in _MAP_KEY_KINDS:
                 raise self.error(f"unsupported map key type '{kt.kind}'", entry.key)
             if key is not None and value is not None and self.homogeneous and not self.in_format:
@@ -532,8 +538,8 @@ class Checker:
                     raise self.error(f"expected type '{key}' but found '{kt}'", entry.key)
                 if not _equivalent(value, vt):
                     raise self.error(f"expected type '{value}' but found '{vt}'", entry.value)
-            key = kt if key is None else t.join(key, kt)
-            value = vt if value is None else t.join(value, vt)
+            key = kt if key is None else self.joined(key, kt)
+            value = vt if value is None else self.joined(value, vt)
         return t.map_of(key or DYN, value or DYN)
 
     # -- comprehensions ----------------------------------------------------------------
@@ -587,34 +593,43 @@ class Checker:
                     del self.locals[name]
 
 
-def _generic_result(name: str, target: Type) -> Type | None:
-    """The result of the members whose type follows their target's: an optional's value,
-    a list's first element."""
-    if target.kind == "optional_type":
-        if name in ("value", "orValue"):
-            return target.element
-        if name == "or":
-            return target
-    if target.kind == "list" and name in ("first", "last"):
-        return t.optional_of(target.element)
-    return None
-
-
 def _equivalent(a: Type, b: Type) -> bool:
-    """The same type, as far as it is known: dyn (what this checker cannot type) is never
-    a mismatch, so a literal cel-go accepts is never refused."""
-    return t.assignable(a, b)
+    """The same type, as cel-go's check of homogeneous literals wants it (`int` and `dyn`
+    differ), as far as this checker knows: a DYN it could not type is never a mismatch, so
+    a literal Kubernetes accepts is never refused."""
+    if DYN in (a, b):
+        return True
+    if a.kind != b.kind:
+        return False
+    if a.kind == "object":
+        return a.name == b.name
+    if not a.params or not b.params:
+        return True
+    return all(_equivalent(x, y) for x, y in zip(a.params, b.params, strict=False))
 
 
-# null compares with what may be null: objects, optionals, dyn
-_NULLABLE: Final = frozenset(("null_type", "object", "optional_type", "dyn"))
+def _element_join(a: Type, b: Type) -> Type:
+    """The element type of a literal from two of its elements' types: the one known where
+    the other is not typed here (Kubernetes, which types both, accepts only the same type)."""
+    if DYN in (a, b):
+        return b if a == DYN else a
+    return t.join(a, b)
 
 
-def _comparable(a: Type, b: Type) -> bool:
-    """Whether `==` may apply: cel-go's checker wants both sides of one type."""
-    if a.kind == "null_type" or b.kind == "null_type":
-        return a.kind in _NULLABLE and b.kind in _NULLABLE
-    return t.assignable(a, b)
+def _takes(params: tuple[str, ...] | None, args: list[Type]) -> bool:
+    """Whether an overload with these declared parameter kinds may take the arguments."""
+    if params is None:
+        return True
+    return all(_fits(a, p) for p, a in zip(params, args, strict=False))
+
+
+def _fits(arg: Type, param: str) -> bool:
+    """Whether an argument may stand for a parameter of these kinds (`string|bytes`): dyn
+    anywhere, null where a nullable kind (a timestamp, a library type) is taken."""
+    kinds = param.split("|")
+    if arg.kind == "null_type":
+        return any(k in signatures.NULLABLE for k in kinds)
+    return arg.kind == "dyn" or arg.kind in kinds
 
 
 def _field_position(node: ast.Select, source: str) -> ast.Node:
@@ -674,20 +689,20 @@ _OPERATORS: Final = {
     "_&&_": Checker.logical,
     "_||_": Checker.logical,
     "_?_:_": Checker.conditional,
-    "!_": Checker.negation,
-    "-_": Checker.minus,
-    "_==_": Checker.equality,
-    "_!=_": Checker.equality,
-    "_<_": Checker.ordering,
-    "_<=_": Checker.ordering,
-    "_>_": Checker.ordering,
-    "_>=_": Checker.ordering,
-    "_+_": Checker.arithmetic,
-    "_-_": Checker.arithmetic,
-    "_*_": Checker.arithmetic,
-    "_/_": Checker.arithmetic,
-    "_%_": Checker.arithmetic,
-    "@in": Checker.membership,
+    "!_": Checker.operator,
+    "-_": Checker.operator,
+    "_==_": Checker.operator,
+    "_!=_": Checker.operator,
+    "_<_": Checker.operator,
+    "_<=_": Checker.operator,
+    "_>_": Checker.operator,
+    "_>=_": Checker.operator,
+    "_+_": Checker.operator,
+    "_-_": Checker.operator,
+    "_*_": Checker.operator,
+    "_/_": Checker.operator,
+    "_%_": Checker.operator,
+    "@in": Checker.operator,
     "_[_]": Checker.index,
     "_[?_]": Checker.index,
 }

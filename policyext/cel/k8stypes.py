@@ -25,7 +25,7 @@ _PRIMITIVES: Final = {
     "bool": t.BOOL,
     "bytes": t.BYTES,
     "timestamp": t.TIMESTAMP,
-    "dyn": t.DYN,
+    "dyn": t.EXACT_DYN,
 }
 
 

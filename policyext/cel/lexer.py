@@ -7,6 +7,7 @@ and raw bytes in bytes literals, and every error needs its exact position.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -105,7 +106,10 @@ class Lexer:
                 out.append(token)
                 continue
             if kind == "double":
-                out.append(Token("DOUBLE", text, float(text), pos))
+                value = float(text)
+                if math.isinf(value):  # beyond the largest double: Go's parser refuses it
+                    raise self.error("invalid double literal", pos)
+                out.append(Token("DOUBLE", text, value, pos))
             elif kind in ("hex", "int"):
                 out.append(self._integer(text, pos))
             elif kind == "ident":

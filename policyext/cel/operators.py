@@ -79,7 +79,7 @@ def _float_div(a: float, b: float) -> float:
 
 
 def _timestamp_add(t: Timestamp, d: Duration) -> Timestamp:
-    return Timestamp(t.nanos + d.nanos)
+    return Timestamp(t.nanos + d.nanos, t.offset)  # in the zone it was written in, as Go
 
 
 def _checked_duration(nanos: int) -> Duration:
@@ -108,7 +108,7 @@ _SUB: Final[dict[tuple[type, type], BinaryFn]] = {
     (UInt, UInt): lambda a, b: _uint_result(a - b),  # type: ignore[operator]
     (float, float): lambda a, b: a - b,  # type: ignore[operator]
     (Duration, Duration): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
-    (Timestamp, Duration): lambda a, b: Timestamp(a.nanos - b.nanos),  # type: ignore[attr-defined]
+    (Timestamp, Duration): lambda a, b: Timestamp(a.nanos - b.nanos, a.offset),  # type: ignore[attr-defined]
     (Timestamp, Timestamp): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
 }
 
@@ -180,20 +180,32 @@ def compare(a: object, b: object, symbol: str) -> int:
     return 2  # NaN
 
 
+NAN_UNORDERED: Final = "NaN values cannot be ordered"
+
+
+def _order(a: object, b: object, symbol: str) -> int:
+    """`compare` for the ordering operators, for which NaN is an error (as in Kubernetes;
+    the lists library's `max()` and `isSorted()` only skip it)."""
+    found = compare(a, b, symbol)
+    if found == 2:
+        raise CELEvalError(NAN_UNORDERED)
+    return found
+
+
 def less(a: object, b: object) -> bool:
-    return compare(a, b, "_<_") == -1
+    return _order(a, b, "_<_") == -1
 
 
 def less_equal(a: object, b: object) -> bool:
-    return compare(a, b, "_<=_") in (-1, 0)
+    return _order(a, b, "_<=_") <= 0
 
 
 def greater(a: object, b: object) -> bool:
-    return compare(a, b, "_>_") == 1
+    return _order(a, b, "_>_") == 1
 
 
 def greater_equal(a: object, b: object) -> bool:
-    return compare(a, b, "_>=_") in (0, 1)
+    return _order(a, b, "_>=_") >= 0
 
 
 # -- membership and indexing --------------------------------------------------------------
@@ -307,7 +319,11 @@ def optional_select(operand: object, field: str) -> Optional:
             return Optional(operand[field])
         except KeyError:
             return Optional()
-    raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
+    if type(operand) is list or type(operand) is tuple:
+        raise CELEvalError(f"type '{type_name(operand)}' does not support field selection")
+    # a value with no fields (known only at run time: `dyn(1).?a`) has none of them, as
+    # Kubernetes answers
+    return Optional()
 
 
 def has_field(operand: object, field: str) -> bool:
@@ -316,7 +332,9 @@ def has_field(operand: object, field: str) -> bool:
         return field in operand
     if type(operand) is Optional:
         return operand.has_value() and has_field(operand.value, field)
-    raise CELEvalError(f"invalid type for has(): {type_name(operand)}")
+    if type(operand) is list or type(operand) is tuple:
+        raise CELEvalError(f"invalid type for has(): {type_name(operand)}")
+    return False  # a value with no fields (`has(dyn(1).a)`), as Kubernetes answers
 
 
 _ABSENT: Final = object()

@@ -30,7 +30,7 @@ _MEMBER_MACROS: Final = {
     "all": (2, 3),
     "exists": (2, 3),
     "exists_one": (2, 3),
-    "existsOne": (2, 3),
+    "existsOne": (3,),  # two variables only: the one-variable spelling is exists_one
     "map": (2, 3),
     "filter": (2,),
     "transformList": (3, 4),

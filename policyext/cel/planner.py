@@ -66,7 +66,6 @@ _ORDERING: Final = {
     "_>_": (ops.greater, operator.gt),
     "_>=_": (ops.greater_equal, operator.ge),
 }
-_FAST_ORDERED: Final = frozenset((int, float, str))
 
 
 class Planner:
@@ -556,13 +555,19 @@ class Planner:
         left, right = self.args(node.args)
         generic, native = _ORDERING[node.function]
         lf, rf = left.fn, right.fn
-        fast = _FAST_ORDERED
 
         def compare(a: Activation) -> bool:
             x = lf(a)
             y = rf(a)
-            if type(x) is type(y) and type(x) in fast:
-                return native(x, y)  # type: ignore[no-any-return]
+            tx = type(x)
+            if tx is type(y):
+                if tx is int or tx is str:
+                    return native(x, y)  # type: ignore[no-any-return]
+                if tx is float:
+                    found: bool = native(x, y)
+                    if found or (x == x and y == y):  # noqa: PLR0124 (false for NaN only)
+                        return found
+                    raise CELEvalError(ops.NAN_UNORDERED)
             return generic(x, y)
 
         return self.fold(Code(compare, cost=left.cost + right.cost + 1), [left, right])

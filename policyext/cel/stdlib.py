@@ -106,6 +106,8 @@ def to_int(value: object) -> int:
         return result  # type: ignore[no-any-return]
     if t is Timestamp:
         return value.nanos // NANOS_PER_SECOND  # type: ignore[attr-defined, no-any-return]
+    if t is Duration:
+        return value.nanos  # type: ignore[attr-defined, no-any-return]
     raise no_such_overload("int", value)
 
 
@@ -142,7 +144,11 @@ def to_double(value: object) -> float:
     if t is str:
         if not _DOUBLE_TEXT.fullmatch(value):  # type: ignore[call-overload]
             raise CELEvalError(f"cannot convert {value!r} to double")
-        return float(value)  # type: ignore[arg-type]
+        result = float(value)  # type: ignore[arg-type]
+        if math.isinf(result) and "n" not in value.lower():  # type: ignore[attr-defined]
+            # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
+            raise CELEvalError(f"cannot convert {value!r} to double: out of range")
+        return result
     raise no_such_overload("double", value)
 
 
@@ -319,7 +325,7 @@ def _timestamp_accessor(name: str, part: str) -> None:
         return (ts.nanos % NANOS_PER_SECOND) // 1_000_000  # type: ignore[attr-defined, no-any-return]
 
     _std.member(name, 0, receiver=Timestamp, result="int")(read)
-    _std.member(name, 1, receiver=Timestamp, result="int")(read)
+    _std.member(name, 1, receiver=Timestamp, result="int", params=("string",))(read)
 
 
 for _name, _part in (

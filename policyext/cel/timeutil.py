@@ -28,10 +28,11 @@ def parse_timestamp(text: str) -> Timestamp:
     except ValueError:
         raise CELEvalError(f"invalid timestamp {text!r}") from None
     seconds = int((dt - datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)).total_seconds())
+    nanos = int(frac.ljust(9, "0")) if frac else 0
     if m.group(9):
         offset = int(m.group(10)) * 3600 + int(m.group(11)) * 60
-        seconds -= offset if m.group(9) == "+" else -offset
-    nanos = int(frac.ljust(9, "0")) if frac else 0
+        offset = offset if m.group(9) == "+" else -offset
+        return Timestamp((seconds - offset) * NANOS_PER_SECOND + nanos, offset)
     return Timestamp(seconds * NANOS_PER_SECOND + nanos)
 
 

@@ -25,6 +25,7 @@ their CEL type name in the class attribute `cel_type_name`.
 from __future__ import annotations
 
 import datetime
+import decimal
 from typing import Any, ClassVar, Final
 
 from policyext.cel.errors import CELEvalError
@@ -106,16 +107,12 @@ class Duration:
 
 
 def format_duration(d: Duration) -> str:
-    """The protobuf JSON form: seconds with up to nine fractional digits, then `s`."""
-    sign = "-" if d.nanos < 0 else ""
-    seconds, nanos = divmod(abs(d.nanos), NANOS_PER_SECOND)
-    if nanos == 0:
-        return f"{sign}{seconds}s"
-    frac = f"{nanos:09d}"
-    # protobuf prints 0, 3, 6 or 9 fractional digits
-    while frac.endswith("000"):
-        frac = frac[:-3]
-    return f"{sign}{seconds}.{frac}s"
+    """As Kubernetes (cel-go) writes a duration: its seconds as the shortest decimal that
+    reads back as the same double, then `s` (`1.5s`, `-90s`, `0.000000001s`)."""
+    whole, part = divmod(abs(d.nanos), NANOS_PER_SECOND)
+    seconds = float(whole) + float(part) / 1e9  # Go's Duration.Seconds()
+    text = format(decimal.Decimal(repr(seconds)).normalize(), "f")
+    return f"{'-' if d.nanos < 0 and seconds else ''}{text}s"
 
 
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -124,14 +121,17 @@ _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 class Timestamp:
     """A point in time (UTC) with nanosecond precision, in the protobuf Timestamp range."""
 
-    __slots__ = ("nanos",)
+    __slots__ = ("nanos", "offset")
     cel_type_name: ClassVar[str] = "google.protobuf.Timestamp"
 
-    def __init__(self, nanos: int) -> None:
+    def __init__(self, nanos: int, offset: int = 0) -> None:
         seconds = nanos // NANOS_PER_SECOND
         if seconds < TIMESTAMP_MIN_SECONDS or seconds > TIMESTAMP_MAX_SECONDS:
             raise CELEvalError("timestamp out of range")
         self.nanos = nanos
+        # the zone offset it was written with, in seconds east of UTC: kept for its text
+        # (`string()` writes it back, as Kubernetes does); the instant alone compares
+        self.offset = offset
 
     @classmethod
     def from_datetime(cls, value: datetime.datetime) -> Timestamp:
@@ -159,16 +159,18 @@ class Timestamp:
 
 
 def format_timestamp(t: Timestamp) -> str:
-    """RFC 3339 in UTC with 0, 3, 6 or 9 fractional digits, as protobuf's JSON form."""
-    seconds, nanos = divmod(t.nanos, NANOS_PER_SECOND)
+    """RFC 3339 as Kubernetes (Go's RFC3339Nano) writes it: in the offset the timestamp was
+    written with (`Z` for UTC), the fraction's trailing zeros dropped."""
+    offset = t.offset
+    seconds, nanos = divmod(t.nanos + offset * NANOS_PER_SECOND, NANOS_PER_SECOND)
     dt = _EPOCH + datetime.timedelta(seconds=seconds)
     text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
     if nanos:
-        frac = f"{nanos:09d}"
-        while frac.endswith("000"):
-            frac = frac[:-3]
-        text += "." + frac
-    return text + "Z"
+        text += "." + f"{nanos:09d}".rstrip("0")
+    if not offset:
+        return text + "Z"
+    hours, minutes = divmod(abs(offset) // 60, 60)
+    return f"{text}{'-' if offset < 0 else '+'}{hours:02d}:{minutes:02d}"
 
 
 class Optional:

@@ -4,6 +4,8 @@ the same verdicts against Kubernetes' own CEL; these run without Go.)"""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from policyext import cel
@@ -174,3 +176,77 @@ def test_a_cel_go_library_kubernetes_lacks_compiles_with_extensions_for_conforma
     source: str, message: str, position: tuple[int, int]
 ) -> None:
     cel.compile(source, OBJECTS, extensions=True)  # must not raise
+
+
+# what Kubernetes refuses when the rule is written (the parity test asks Kubernetes itself;
+# these hold without Go): an operator or function over types none of its overloads takes,
+# type parameters bound to two types, literals mixing types (dyn included), constants that
+# can never convert
+REFUSED_AS_IN_KUBERNETES = [
+    ("quantity('1') < quantity('2')", "'_<_' applied to '(kubernetes.Quantity,"),
+    ("timestamp('2024-01-01T00:00:00Z') + timestamp('2024-01-01T00:00:00Z')", "'_+_'"),
+    ("duration('1s') * 2", "'_*_' applied to '(google.protobuf.Duration, int)'"),
+    ("-duration('1s')", "'-_'"),
+    ("[1, 2].sum() + 0.5", "'_+_' applied to '(int, double)'"),
+    ("[1, 2].join()", "'join' applied to 'list(int).()'"),
+    ("[1, 2].flatten()", "'flatten'"),
+    ("[[1]].isSorted()", "'isSorted'"),
+    ("{?'a': 1}", "expected type 'optional_type(int)'"),
+    ("[?1]", "expected type 'optional_type(int)'"),
+    ("[1, 2].existsOne(x, x > 1)", "undeclared reference to 'x'"),
+    ("'a,b'.split(',')[0] + 1", "'_+_' applied to '(string, int)'"),
+    ("1 in [1.0, 3.0]", "'@in' applied to '(int, list(double))'"),
+    ("true ? 1 : 2.0", "'_?_:_' applied to '(bool, int, double)'"),
+    ("optional.of(1).orValue(2.0)", "'orValue'"),
+    ("[1.0] + [2]", "'_+_' applied to '(list(double), list(int))'"),
+    ("[1, 2][1u]", "'_[_]' applied to '(list(int), uint)'"),
+    ("sets.contains([1], [1.0])", "'sets.contains'"),
+    ("pod.spec.priority in [1.0, 3.0]", "'@in'"),
+    ("node.metadata.labels.?zone.orValue(1)", "'orValue'"),
+    ("null == duration('1s') && null in [1]", "'@in' applied to '(null_type, list(int))'"),
+    ("[1, dyn(1)]", "expected type 'int' but found 'dyn'"),
+    ("[int, uint]", "expected type 'type(int)' but found 'type(uint)'"),
+    ("{'a': 1, 'b': dyn(2)}", "expected type 'int' but found 'dyn'"),
+    ("timestamp('2024-02-30T00:00:00Z')", "invalid timestamp argument"),
+    ("duration('1d')", "invalid duration argument"),
+    ("int(' 42')", "cannot convert"),
+    ("uint(-1)", "uint overflow"),
+    ("int(double('NaN'))", "int overflow"),
+    ("string(b'\\xff')", "invalid UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("source", "message"), REFUSED_AS_IN_KUBERNETES, ids=repr)
+def test_what_kubernetes_refuses_when_it_is_written_is_refused(source: str, message: str) -> None:
+    with pytest.raises(CELCheckError, match=re.escape(message)):
+        cel.compile(source, OBJECTS)
+
+
+@pytest.mark.parametrize(
+    ("source", "type_"),
+    [
+        ("[1, 2].sum()", "int"),
+        ("[1.5].max()", "double"),
+        ("[duration('1s')].sum()", "google.protobuf.Duration"),
+        ("'a,b'.split(',')", "list(string)"),
+        ("[[1], [2]].flatten()", "list(int)"),
+        ("optional.of(1).orValue(2)", "int"),
+        (
+            "timestamp('2024-01-01T00:00:00Z') - timestamp('2024-01-01T00:00:00Z')",
+            "google.protobuf.Duration",
+        ),
+        ("true ? null : pod.spec", "null_type"),
+        ("[1] + [dyn('a')]", "list(dyn)"),
+        ("{'a': 1}['a']", "int"),
+        ("[dyn(1), dyn('a')]", "list(dyn)"),
+        ("1e308 > 1", "bool"),
+    ],
+    ids=repr,
+)
+def test_a_generic_result_is_typed_as_kubernetes_types_it(source: str, type_: str) -> None:
+    assert str(cel.compile(source, OBJECTS).type) == type_
+
+
+def test_a_literal_beyond_the_largest_double_is_refused() -> None:
+    with pytest.raises(cel.CELSyntaxError, match="invalid double literal"):
+        cel.compile("1e309", {})

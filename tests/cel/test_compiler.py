@@ -155,7 +155,7 @@ def test_operands_that_can_never_match_are_rejected_at_compile_time(
         ("x.a + 'b'", {"x": {"a": "a"}}, "ab"),
         ("dyn('a') + 'b'", {}, "ab"),
         ("cel.bind(y, x, y + 'a')", {"x": "b"}, "ba"),
-        ("(x ? 1 : 'a') == 1", {"x": True}, True),
+        ("(x ? 1 : dyn('a')) == 1", {"x": True}, True),
         ("x.map(e, e + 'a')", {"x": ["b"]}, ["ba"]),
         pytest.param(
             "x.?a.orValue(1) + 'a'",
@@ -209,7 +209,7 @@ def test_expressions_over_dynamic_values_are_not_rejected_by_the_checker(
         ("x.?a", {"x": "dyn"}, "optional_type"),
         ("optional.of(1)", {}, "optional_type"),
         ("c ? 1 : 2", {"c": "bool"}, "int"),
-        ("c ? 1 : 'a'", {"c": "bool"}, "dyn"),
+        ("c ? 1 : dyn('a')", {"c": "bool"}, "dyn"),
         ("duration(s)", {"s": "dyn"}, "google.protobuf.Duration"),
         ("timestamp(s)", {"s": "dyn"}, "google.protobuf.Timestamp"),
     ],
@@ -328,10 +328,10 @@ def test_references_and_selections_report_the_root_variables_and_fields_read(
         ("[1, 0].exists(e, 1 / e == 1)", True),
         ("[1, 0].all(e, 1 / e > 1)", False),
         ("[0, 1].all(e, 1 / e > 1)", False),
-        ("[dyn('a'), 1].exists(e, e > 0)", True),
+        ("[dyn('a'), dyn(1)].exists(e, e > 0)", True),
         ("[0].exists(e, 1 / e == 1)", Fails("division by zero")),
         ("[1, 0].all(e, 1 / e > 0)", Fails("division by zero")),
-        ("[dyn(1), 'a'].all(e, e > 0)", Fails("no such overload")),
+        ("[dyn(1), dyn('a')].all(e, e > 0)", Fails("no such overload")),
     ],
     ids=repr,
 )
@@ -353,7 +353,7 @@ def test_errors_are_absorbed_by_logical_operators_conditionals_and_quantifiers(
         ("has({'a': {}}.a.b)", False),
         ("has(x.missing.b)", Fails("no such key")),
         ("has(x.l.a)", Fails()),
-        ("has(x.s.a)", Fails()),
+        ("has(x.s.a)", False),  # a string has no fields, as Kubernetes answers
         ("has(x.a) && x.a.b == 2", True),
         ("!has(x.missing) || x.missing == 1", True),
     ],
@@ -377,7 +377,7 @@ def test_has_tests_the_presence_of_a_key_in_maps_and_nested_maps(
         ("x.u == 1.0", True),
         ("x.i == x.d && x.d == x.u", True),
         ("[dyn(1)] == [1.0]", True),
-        ("[x.i, x.u] == [1.0, dyn(1)]", True),
+        ("[x.i, x.u] == [dyn(1.0), dyn(1)]", True),
         ("{dyn(1): 'a'} == {1u: 'a'}", True),
         ("{'a': dyn(1)} == {'a': 1.0}", True),
         ("dyn('1') == 1", False),
@@ -386,12 +386,12 @@ def test_has_tests_the_presence_of_a_key_in_maps_and_nested_maps(
         ("x.n == null", True),
         ("0.0 / 0.0 == 0.0 / 0.0", False),
         ("-0.0 == 0.0", True),
-        ("1 in [1.0]", True),
-        ("1u in {1: 'a'}", True),
+        ("dyn(1) in [1.0]", True),
+        ("dyn(1u) in {1: 'a'}", True),
         ("x.d in [1]", True),
-        ("{1: 'a'}[1.0]", "a"),
-        ("{1: 'a'}[1u]", "a"),
-        ("{1: 'a'}[1.5]", Fails("no such key")),
+        ("{1: 'a'}[dyn(1.0)]", "a"),
+        ("{1: 'a'}[dyn(1u)]", "a"),
+        ("{1: 'a'}[dyn(1.5)]", Fails("no such key")),
         ("1 < 1.5", True),
         ("2u > 1", True),
         ("1u < -1", False),
@@ -400,7 +400,7 @@ def test_has_tests_the_presence_of_a_key_in_maps_and_nested_maps(
         ("x.i < x.f", True),
         ("x.u <= x.d", True),
         ("x.f > x.i", True),
-        ("[dyn(1), 2u, 3.0].exists(e, e > 2.5)", True),
+        ("[dyn(1), dyn(2u), dyn(3.0)].exists(e, e > 2.5)", True),
         ("1.0 / 0.0 > 9223372036854775807", True),
     ],
     ids=repr,
@@ -425,10 +425,10 @@ def test_numbers_compare_by_value_across_int_uint_and_double(source: str, expect
         ("0u - 1u", Fails("overflow")),
         ("18446744073709551615u + 1u", Fails("overflow")),
         ("9223372036854775807u * 3u", Fails("overflow")),
-        ("int(18446744073709551615u)", Fails("overflow")),
-        ("int(1e19)", Fails("overflow")),
-        ("uint(-1)", Fails("overflow")),
-        ("uint(-1.0)", Fails("overflow")),
+        ("int([18446744073709551615u][0])", Fails("overflow")),
+        ("int([1e19][0])", Fails("overflow")),
+        ("uint([-1][0])", Fails("overflow")),
+        ("uint([-1.0][0])", Fails("overflow")),
         ("[1, 2].map(e, x.big + e)", Fails("overflow")),
         # the limits themselves are fine
         ("x.big + 0", 2**63 - 1),
@@ -491,7 +491,7 @@ def test_integer_division_truncates_toward_zero_and_remainders_take_the_dividend
         ("x.s.a", Fails("does not support field selection")),
         ("x.l[0].a", Fails("does not support field selection")),
         ("x.a.b.c", Fails("does not support field selection")),
-        ("x.?s.b", Fails("does not support field selection")),
+        ("x.?s.b", Optional()),  # a string has no fields, as Kubernetes answers
         ("x.?l.b", Fails("does not support field selection")),
         ("x.l[0]", 1),
         ("x.s.size()", 3),
@@ -514,7 +514,7 @@ def test_access_chains_on_missing_keys_lists_and_strings_fail_with_the_right_err
         pytest.param("x.s.a", "string"),
         pytest.param("x.f.a", "double"),
         pytest.param("x.n.a", "null_type"),
-        pytest.param("has(x.s.a)", "string"),
+        pytest.param("has(x.l.a)", "list"),
     ],
     ids=repr,
 )
@@ -533,7 +533,7 @@ def test_field_selection_errors_name_the_cel_type_of_the_operand(
         ("[1, 2, 3].all(e, e > 0)", True),
         ("[1, 2, 3].exists(e, e > 2)", True),
         ("[1, 2, 3].exists_one(e, e > 2)", True),
-        ("[1, 2, 3].existsOne(e, e > 1)", False),
+        ("[1, 2, 3].exists_one(e, e > 1)", False),
         ("[1, 2, 3].map(e, e * 2)", [2, 4, 6]),
         ("[1, 2, 3].map(e, e > 1, e * 2)", [4, 6]),
         ("[1, 2, 3].filter(e, e > 1)", [2, 3]),
@@ -574,13 +574,13 @@ def test_field_selection_errors_name_the_cel_type_of_the_operand(
         ("[3, 1, 2].sortBy(e, e)", [1, 2, 3]),
         ("['bb', 'a', 'ccc'].sortBy(e, -size(e))", ["ccc", "bb", "a"]),
         (
-            "[{'n': 'b', 'k': dyn(1)}, {'n': 'a', 'k': dyn(1)}].sortBy(e, e.k).map(e, e.n)",
+            "[{'n': dyn('b'), 'k': dyn(1)}, {'n': dyn('a'), 'k': dyn(1)}].sortBy(e, e.k).map(e, e.n)",
             ["b", "a"],
         ),
-        ("[dyn(1), 'a'].sortBy(e, e)", Fails()),
+        ("[dyn(1), dyn('a')].sortBy(e, e)", Fails()),
         # macros are strict where they do not decide: a failing element fails the macro
         ("[1, 0].map(e, 1 / e)", Fails("division by zero")),
-        ("[dyn(1), 'a'].filter(e, e > 0)", Fails("no such overload")),
+        ("[dyn(1), dyn('a')].filter(e, e > 0)", Fails("no such overload")),
         ("x.s.all(e, true)", Fails("no such overload")),
     ],
     ids=repr,
@@ -645,9 +645,11 @@ def test_comprehension_variables_shadow_and_are_restored(source: str, expected: 
         ("x.?a.?b.orValue(0) == 2", True),
         ("x.?a == optional.of({'b': 2})", True),
         ("x.?missing.or(optional.of(5)).value()", 5),
-        ("x.?a.b.c.orValue(1)", Fails("does not support field selection")),
-        ("x.?s.b", Fails("does not support field selection")),
-        ("x.?s.?b.hasValue()", Fails("does not support field selection")),
+        # a value without fields (an int, a string) has none of them, as in Kubernetes
+        ("x.?a.b.c.orValue(1)", 1),
+        ("x.?s.b", Optional()),
+        ("x.?s.?b.hasValue()", False),
+        ("x.?l.b", Fails("does not support field selection")),
     ],
     ids=repr,
 )
@@ -697,7 +699,7 @@ def test_evaluation_never_modifies_the_activation_even_when_it_fails_mid_loop(
 
 
 def test_a_map_literal_with_keys_1_and_true_holds_both_or_fails() -> None:
-    literal = "{dyn(1): 'a', true: 'b'}"
+    literal = "{dyn(1): 'a', dyn(true): 'b'}"
     try:
         evaluate(literal)
     except CELEvalError:

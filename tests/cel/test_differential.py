@@ -218,10 +218,19 @@ def test_what_googles_checker_accepts_ours_accepts_and_evaluates_alike(case: Cas
         return  # a checker may be more lenient than Google's; only false rejections count
     mine = run_ours(case, check=True)
     note(f"oracle: {theirs!r}\nours:   {mine!r}")
+    if _failed(theirs, "eval:") and _failed(mine, "compile:"):
+        # a conversion of a constant that fails (`uint('-1')`): Kubernetes converts constants
+        # when it builds the program and refuses the rule there, as ours does when compiling;
+        # the C++ runtime fails it when evaluating
+        return
     assert mine.error is None or not mine.error.startswith("compile:"), (
         f"our checker rejects what Google's accepts: {case!r}\n  ours: {mine!r}"
     )
     assert agree(mine, theirs), f"{case!r}\n  oracle: {theirs!r}\n  ours:   {mine!r}"
+
+
+def _failed(outcome: Outcome, stage: str) -> bool:
+    return outcome.error is not None and outcome.error.startswith(stage)
 
 
 def parses_in_oracle(source: str) -> bool:
@@ -359,11 +368,14 @@ KNOWN_CASES = [
 
 
 # CEL keeps `true` and `1` apart as map keys; our maps are Python dicts, which cannot.
+_BOOL_AND_INT_KEYS = "a map with bool and int keys"
 KNOWN_LIMITATIONS = {
-    "size({true: 0, 1: 1, false: 2, 0u: 3})",
-    "{1: 0, true: 1}[1]",
-    "{1: 0, true: 1}[true]",
-    "{false: 'f', 0: 'zero'}[false] + {false: 'f', 0: 'zero'}[0.0]",
+    "size({true: 0, 1: 1, false: 2, 0u: 3})": _BOOL_AND_INT_KEYS,
+    "{1: 0, true: 1}[1]": _BOOL_AND_INT_KEYS,
+    "{1: 0, true: 1}[true]": _BOOL_AND_INT_KEYS,
+    "{false: 'f', 0: 'zero'}[false] + {false: 'f', 0: 'zero'}[0.0]": _BOOL_AND_INT_KEYS,
+    # where Kubernetes (cel-go) differs from the C++ runtime, Kubernetes is followed
+    "has(x.a.b)": "has() of a field of an int is false in Kubernetes, an error in C++",
 }
 
 
@@ -373,7 +385,7 @@ KNOWN_LIMITATIONS = {
         pytest.param(
             case,
             id=case.source,
-            marks=[pytest.mark.xfail(strict=True, reason="a map with bool and int keys")]
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_LIMITATIONS[case.source])]
             if case.source in KNOWN_LIMITATIONS
             else [],
         )

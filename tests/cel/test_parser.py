@@ -91,8 +91,11 @@ def evaluate(source: str, activation: Mapping[str, object] | None = None) -> obj
         ("null", None),
         ("[]", []),
         ("{}", {}),
-        ("[1, dyn('a'), 2.0, 3u]", [1, "a", 2.0, UInt(3)]),
-        ("{dyn('a'): 1, 2: dyn('b'), true: null}", {"a": 1, 2: "b", True: None}),
+        ("[dyn(1), dyn('a'), dyn(2.0), dyn(3u)]", [1, "a", 2.0, UInt(3)]),
+        (
+            "{dyn('a'): dyn(1), dyn(2): dyn('b'), dyn(true): dyn(null)}",
+            {"a": 1, 2: "b", True: None},
+        ),
     ],
     ids=repr,
 )
@@ -167,7 +170,7 @@ def test_optional_syntax_selects_indexes_and_builds_literals(source: str, expect
         ("[\n  'a',\n  'b',\n]", ["a", "b"]),
         ("{'a': 1,}", {"a": 1}),
         ("{\n  'a': 1,\n  'b': 2,\n}", {"a": 1, "b": 2}),
-        ("[dyn([1,]), {2: 3,},]", [[1], {2: 3}]),
+        ("[dyn([1,]), dyn({2: 3,}),]", [[1], {2: 3}]),
         # CEL's grammar allows the trailing comma of an empty literal too (as cel-go does)
         ("[,]", []),
         ("{,}", {}),

@@ -521,7 +521,7 @@ def test_node_info_results_are_cached_per_node_information_generation() -> None:
 
 @pytest.mark.parametrize(
     ("one", "other", "labels"),
-    [("1", "true", {"x": "y"}), ("0", "false", {})],
+    [("1", "dyn(true)", {"x": "y"}), ("0", "dyn(false)", {})],
     ids=["one and true", "zero and false"],
 )
 def test_pod_side_values_equal_in_python_but_not_in_cel_are_cached_apart(

@@ -235,3 +235,32 @@ def test_unquoted_timestamps_in_a_policy_test_stay_strings(
     )
     assert main(["test", str(tmp_path)]) == 0
     assert "1 passed, 0 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # issue 40: passed validate, then failed closed on every node with no such overload
+        "nodeInfo.free.memory > podRequests.memory",
+        "nodeInfo.free.cpu + podRequests.cpu",
+        "pod.spec.priority in [1.0, 2.0]",
+        "node.metadata.creationTimestamp + node.metadata.creationTimestamp",
+        "duration('1d') < duration('1h')",
+    ],
+)
+def test_validate_refuses_a_rule_kubernetes_refuses_rather_than_fail_it_on_every_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], expression: str
+) -> None:
+    (tmp_path / "p.yaml").write_text(doc("q", f'filters:\n- name: f\n  expression: "{expression}"'))
+    assert main(["validate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "q/f: " in err
+    assert "1 problem found" in err
+
+
+def test_validate_accepts_quantities_compared_with_compare_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expression = "nodeInfo.free.memory.compareTo(podRequests.memory) >= 0"
+    (tmp_path / "p.yaml").write_text(doc("q", f'filters:\n- name: f\n  expression: "{expression}"'))
+    assert main(["validate", str(tmp_path)]) == 0

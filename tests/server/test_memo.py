@@ -280,7 +280,7 @@ def test_a_variable_that_compares_the_pod_with_the_node_is_remembered_by_what_it
 
 @pytest.mark.parametrize(
     ("left", "right"),
-    [("1", "true"), ("1", "1.0"), ("'1'", "1")],
+    [("1", "dyn(true)"), ("1", "dyn(1.0)"), ("'1'", "dyn(1)")],
     ids=["int and bool", "int and double", "string and int"],
 )
 def test_pod_side_values_equal_in_python_but_not_in_cel_have_different_signatures(

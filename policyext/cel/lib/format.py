@@ -10,7 +10,6 @@ timestamps in RFC 3339, and NaN / infinities as `NaN`, `Infinity`, `-Infinity`.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import math
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from policyext.cel.values import (
     Duration,
     Timestamp,
     UInt,
+    format_timestamp,
     no_such_overload,
     type_name,
 )
@@ -326,12 +326,7 @@ def _format_seconds(d: Duration) -> str:
 
 
 def _format_rfc3339(t: Timestamp) -> str:
-    seconds, nanos = divmod(t.nanos, NANOS_PER_SECOND)
-    dt = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
-    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
-    if nanos:
-        text += "." + f"{nanos:09d}".rstrip("0")
-    return text + "Z"
+    return format_timestamp(t)  # Go's RFC3339Nano, in the zone offset it was written with
 
 
 # -- numeric clauses ----------------------------------------------------------------------

@@ -13,7 +13,6 @@ Equality is CEL equality (`cel_equals`).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Final, cast
 
 from policyext.cel.errors import CELEvalError
@@ -78,17 +77,15 @@ def _size_cost(target: object, *_args: object) -> int:
 
 
 def _ordered(a: object, b: object, name: str) -> int:
-    """-1, 0 or 1 as `a` sorts before, with or after `b`; NaN cannot be ordered."""
-    order = compare(a, b, name)
-    if order == 2:
-        raise CELEvalError("NaN values cannot be ordered")
-    return order
+    """-1, 0 or 1 as `a` sorts before, with or after `b`; 2 with NaN, which is neither
+    before nor after anything (Kubernetes' lists skip it rather than fail)."""
+    return compare(a, b, name)
 
 
 # -- Kubernetes ---------------------------------------------------------------------------
 @_lib.member("isSorted", 0, receiver=_LISTS, result="bool", cost=_traversal_cost)
 def is_sorted(items: ListValue) -> bool:
-    return all(_ordered(items[i - 1], items[i], "isSorted") <= 0 for i in range(1, len(items)))
+    return all(_ordered(items[i - 1], items[i], "isSorted") != 1 for i in range(1, len(items)))
 
 
 _SUMMABLE: Final = (int, UInt, float, Duration)
@@ -307,8 +304,6 @@ def _sort_by_keys(items: ListValue, keys: ListValue) -> list[object]:
         raise CELEvalError("list elements must be comparable")
     if any(type(k) is not kind for k in keys):
         raise CELEvalError("list elements must have the same type")
-    if kind is float and any(math.isnan(k) for k in cast("list[float]", keys)):
-        raise CELEvalError("NaN values cannot be ordered")
     order = sorted(range(len(items)), key=cast("list[Any]", keys).__getitem__)
     return [items[i] for i in order]
 

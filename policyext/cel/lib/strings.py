@@ -128,7 +128,7 @@ def index_of_from(s: str, sub: object, offset: object) -> int:
         # the empty string is found where the search starts, clamped to the end
         return min(start, len(s))
     if start >= len(s):
-        raise _out_of_range(start)
+        return -1  # past the end: not found (Kubernetes' cel-go), not an error
     return s.find(sub, start)
 
 
@@ -162,7 +162,7 @@ def last_index_of_from(s: str, sub: object, offset: object) -> int:
     if not sub:
         return min(last, len(s))
     if last >= len(s):
-        raise _out_of_range(last)
+        return -1  # past the end: not found (Kubernetes' cel-go), not an error
     return s.rfind(sub, 0, last + len(sub))
 
 

@@ -7,7 +7,8 @@
 //
 // Each input line is {"expr": "...", "pod": {...}, "node": {...}}; each output line says
 // whether the expression compiled ("compiled", else "error"), its static "type", and its
-// "value" (as JSON, with "kind" its CEL type) or its evaluation "eval_error".
+// "value" (as JSON, with "kind" its CEL type), its evaluation "eval_error", or the
+// "program_error" of a program that could not be built from it.
 package main
 
 import (
@@ -48,6 +49,9 @@ type output struct {
 	Value     any    `json:"value,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 	EvalError string `json:"eval_error,omitempty"`
+	// the program could not be built from the checked expression (a constant argument
+	// that can never convert, such as `duration('1d')`): refused before any evaluation
+	ProgramError string `json:"program_error,omitempty"`
 }
 
 type object struct {
@@ -147,7 +151,7 @@ func run(env *cel.Env, c input, pod, node object) output {
 	result := output{Compiled: true, Type: cel.FormatCELType(ast.OutputType())}
 	program, err := env.Program(ast, cel.CostLimit(1_000_000))
 	if err != nil {
-		result.EvalError = err.Error()
+		result.ProgramError = err.Error()
 		return result
 	}
 	activation := map[string]any{

@@ -18,6 +18,7 @@ from policyext.cel.values import (
     Timestamp,
     UInt,
 )
+from tests.cel.same import same
 
 TABLE = merge_libraries([LISTS_LIBRARY])
 NAN = math.nan
@@ -146,8 +147,6 @@ def test_min_and_max_pick_the_extreme_element(
         ("max", [1, "a"], "no such overload"),
         ("isSorted", [1, "a"], "no such overload"),
         ("min", [[1], [2]], "no such overload"),
-        ("max", [1.0, NAN], "NaN values cannot be ordered"),
-        ("isSorted", [NAN, 1.0], "NaN values cannot be ordered"),
     ],
 )
 def test_min_max_and_is_sorted_need_ordered_elements(
@@ -287,13 +286,35 @@ def test_sort_orders_comparable_elements(items: list[object], expected: list[obj
 
 
 @pytest.mark.parametrize(
+    ("name", "items", "expected"),
+    [
+        # NaN is neither before nor after anything: Kubernetes' lists skip it, the first of
+        # two that cannot be ordered stays
+        ("max", [NAN, 1.0], NAN),
+        ("max", [1.0, NAN], 1.0),
+        ("min", [NAN, 1.0], NAN),
+        ("min", [1.0, NAN], 1.0),
+        ("isSorted", [NAN, 1.0], True),
+        ("isSorted", [1.0, NAN, 0.5], True),
+        ("isSorted", [2.0, NAN, 1.0], True),
+        ("isSorted", [2.0, 1.0, NAN], False),
+        ("sort", [1.0, NAN], [1.0, NAN]),
+        ("sort", [NAN, 1.0], [NAN, 1.0]),
+    ],
+)
+def test_nan_in_a_list_is_skipped_by_its_ordering_as_in_kubernetes(
+    name: str, items: list[object], expected: object
+) -> None:
+    assert same(member(name, items), expected)
+
+
+@pytest.mark.parametrize(
     ("items", "message"),
     [
         ([1, "b"], "list elements must have the same type"),
         ([1, 2.0], "list elements must have the same type"),
         ([[1, 2, 3]], "list elements must be comparable"),
         ([{"a": 1}], "list elements must be comparable"),
-        ([1.0, NAN], "NaN values cannot be ordered"),
     ],
 )
 def test_sort_rejects_mixed_or_unordered_elements(items: list[object], message: str) -> None:
