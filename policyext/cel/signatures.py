@@ -241,8 +241,26 @@ def _params(x: Type) -> tuple[Type, ...]:
 
 
 def _most_general(a: Type, b: Type) -> Type:
-    """The less specific of two assignable types (dyn over int, list(dyn) over list(int))."""
+    """The less specific of two assignable types (dyn over int, list(dyn) over list(int)).
+
+    Inside a list, map or optional, a part this checker does not type (DYN: the element of
+    `[]`, the key and value of `{}`) gives way to the other's known type, as cel-go binds
+    a fresh type variable: so `node.spec.?taints.orValue([])` stays a list of Taints. A
+    real dyn (`dyn(x)`) and an untyped value as a whole keep the binding general."""
+    if a.kind == b.kind and a.kind in _PARAMETERISED and a.params and b.params:
+        return Type(
+            a.kind, tuple(_known(x, y) for x, y in zip(_params(a), _params(b), strict=True))
+        )
     return a if _less_specific(a, b) else b
+
+
+def _known(a: Type, b: Type) -> Type:
+    """A parameter of two assignable types: the known one where the other is not typed."""
+    if a == DYN:
+        return b
+    if b == DYN:
+        return a
+    return _most_general(a, b)
 
 
 def _less_specific(a: Type, b: Type) -> bool:

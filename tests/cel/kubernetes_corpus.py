@@ -364,6 +364,10 @@ def operator_table() -> list[str]:
 
 
 TYPE_EDGES: Final = [
+    # an empty literal takes the type of the optional it defaults (its element type known)
+    "node.spec.?taints.orValue([]).exists(t, t.efect == 'NoSchedule')",
+    "pod.metadata.?labels.orValue({}).exists(k, k > 1)",
+    "optional.of([1]).orValue([]).exists(x, x == 'a')",
     # operations that do not exist for their operands' types (issue 40, part 3)
     "quantity('1') < quantity('2')",
     "quantity(node.status.allocatable.memory) > quantity(pod.spec.containers[0].resources"

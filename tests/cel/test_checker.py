@@ -34,6 +34,11 @@ OBJECTS = {"pod": cel.kubernetes_type("pod"), "node": cel.kubernetes_type("node"
             (1, 30),
         ),
         (
+            "node.spec.?taints.orValue([]).exists(t, t.efect == 'NoSchedule')",
+            "no field 'efect' in Taint; did you mean 'effect'?",
+            (1, 43),
+        ),
+        (
             "pod.spec.containers.all(c,\n  c.resources.limit.cpu == '1')",
             "no field 'limit' in ResourceRequirements; did you mean 'limits'?",
             (2, 15),
@@ -231,6 +236,10 @@ def test_what_kubernetes_refuses_when_it_is_written_is_refused(source: str, mess
         ("'a,b'.split(',')", "list(string)"),
         ("[[1], [2]].flatten()", "list(int)"),
         ("optional.of(1).orValue(2)", "int"),
+        # an empty literal takes the optional's type, as a fresh type variable would
+        ("node.spec.?taints.orValue([])", "list(Taint)"),
+        ("pod.metadata.?labels.orValue({})", "map(string, string)"),
+        ("optional.of(1).orValue(dyn(2))", "dyn"),
         (
             "timestamp('2024-01-01T00:00:00Z') - timestamp('2024-01-01T00:00:00Z')",
             "google.protobuf.Duration",
