@@ -71,7 +71,7 @@ def require_nodes(source: SnapshotSource) -> SnapshotSource:
     if not source.nodes:
         raise SnapshotError(
             f"{source.description}: no Node in the file, so no node to schedule on; save the "
-            "nodes with their pods: kubectl get nodes,pods -A -o yaml"
+            "nodes with their pods: kubectl get nodes,pods,namespaces -A -o yaml"
         )
     return source
 
