@@ -36,8 +36,9 @@ def cluster(
     args: argparse.Namespace, nodes: Sequence[dict[str, Any]], source: object
 ) -> Cluster | None:
     """The cluster the emulation sees (None with --policies-only): the nodes and, when the
-    source knows them, the pods bound to them."""
+    source knows them, the pods bound to them and the namespaces."""
     if args.policies_only:
         return None
     pods = getattr(source, "pods", None) if source is not None else None
-    return Cluster(nodes, pods)
+    namespaces = getattr(source, "namespaces", None) if source is not None else None
+    return Cluster(nodes, pods, namespaces)

@@ -61,7 +61,8 @@ def read_snapshot(path: str, *, no_pods: bool) -> SnapshotSource:
     if not source.pods and not no_pods:
         raise SnapshotError(
             f"{path}: Nodes but no Pods, so every node would look empty (nodeInfo); save the "
-            "pods too (kubectl get nodes,pods -A -o yaml), or give --no-pods if no pod runs"
+            "pods too (kubectl get nodes,pods,namespaces -A -o yaml), or give --no-pods if no "
+            "pod runs"
         )
     return source
 

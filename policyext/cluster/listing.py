@@ -1,5 +1,5 @@
-"""One look at the live cluster: every Node and Pod listed once (no watch), answered from as
-a snapshot file would be. What `policyext simulate --cluster` ranks nodes with.
+"""One look at the live cluster: every Node, Pod and Namespace listed once (no watch),
+answered from as a snapshot file would be. What `policyext simulate --cluster` ranks nodes with.
 
 Every failure becomes a `ClusterReadError` with a one-line reason a user can act on: the
 API server cannot be reached, refuses the credentials, or lacks a permission (named).
@@ -32,12 +32,14 @@ class ClusterReadError(SnapshotError):
 
 
 def cluster_snapshot(api: k8s.ApiClient) -> SnapshotSource:
-    """The cluster's Nodes and Pods as they are now, with pods bound to a node counted on it."""
+    """The cluster's Nodes, Pods and Namespaces as they are now, with pods bound to a node
+    counted on it (the Namespaces' labels are what pod affinity's namespaceSelector matches)."""
     core = k8s.CoreV1Api(api)
     host = str(api.configuration.host)
     nodes = _list_all(core.list_node, "Node", host, "nodes", "cluster-wide")
     pods = _list_all(core.list_pod_for_all_namespaces, "Pod", host, "pods", "in all namespaces")
-    return SnapshotSource([*nodes, *pods], f"cluster {host}")
+    namespaces = _list_all(core.list_namespace, "Namespace", host, "namespaces", "cluster-wide")
+    return SnapshotSource([*nodes, *pods, *namespaces], f"cluster {host}")
 
 
 def configmap_rule_texts(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:

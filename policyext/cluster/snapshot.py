@@ -1,7 +1,9 @@
-"""A node source backed by a snapshot file of Nodes and Pods.
+"""A node source backed by a snapshot file of Nodes and Pods (and Namespaces, whose labels
+the scheduler emulation matches namespaceSelectors against).
 
-The file is a v1 List (`kubectl get nodes,pods -A -o yaml`) or a multi-document YAML/JSON of
-Node and Pod objects. Node information is computed once, when the file is loaded.
+The file is a v1 List (`kubectl get nodes,pods,namespaces -A -o yaml`) or a multi-document
+YAML/JSON of Node, Pod and Namespace objects. Node information is computed once, when the
+file is loaded.
 """
 
 from __future__ import annotations
@@ -69,19 +71,20 @@ def require_nodes(source: SnapshotSource) -> SnapshotSource:
     if not source.nodes:
         raise SnapshotError(
             f"{source.description}: no Node in the file, so no node to schedule on; save the "
-            "nodes with their pods: kubectl get nodes,pods -A -o yaml"
+            "nodes with their pods: kubectl get nodes,pods,namespaces -A -o yaml"
         )
     return source
 
 
 class SnapshotSource:
-    """Nodes and Pods from a file, answering "node by name" and "node information" (a
+    """Nodes, Pods and Namespaces from a file, answering "node by name" and "node information" (a
     LiveNodeSource whose nodes never change)."""
 
     def __init__(self, objects: Iterable[Json], description: str = "snapshot") -> None:
         self.description = description
         self.nodes: dict[str, Json] = {}
         pods: list[Json] = []
+        self.namespaces: list[Json] = []
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node" or (
@@ -90,6 +93,8 @@ class SnapshotSource:
                 self.nodes[_name(obj)] = obj
             elif kind == "Pod":
                 pods.append(obj)
+            elif kind == "Namespace":
+                self.namespaces.append(obj)
         self.pods = pods
         self._check_quantities()
         self._by_uid = {

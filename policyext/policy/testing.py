@@ -106,7 +106,8 @@ def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
             return result
     nodes = list(getattr(source, "nodes", {}).values()) if source is not None else []
     pods = getattr(source, "pods", None)
-    cluster = Cluster(nodes, pods) if result.scheduler_emulation else None
+    namespaces = getattr(source, "namespaces", None)
+    cluster = Cluster(nodes, pods, namespaces) if result.scheduler_emulation else None
     known = filter_names(policies)
     for i, case in enumerate(spec["cases"]):
         result.cases.append(_run_case(doc, i, case, spec, folder, policies, source, cluster, known))

@@ -29,7 +29,8 @@ def nodeless(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 def _says_no_node(stderr: str, path: Path) -> None:
     assert f"{path}: {NO_NODE}" in stderr
     assert "Nodes but no Pods" not in stderr
-    assert "kubectl get nodes,pods -A -o yaml" in stderr  # how to save a snapshot that works
+    # how to save a snapshot that works
+    assert "kubectl get nodes,pods,namespaces -A -o yaml" in stderr
 
 
 @pytest.mark.parametrize("no_pods", [[], ["--no-pods"]], ids=["", "--no-pods"])

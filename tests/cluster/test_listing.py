@@ -52,7 +52,8 @@ def _pod(name: str, node: str | None) -> dict[str, Any]:
 
 @dataclass
 class FakeApi:
-    """What the fake API server answers: two pages of nodes, a page of pods, a ConfigMap;
+    """What the fake API server answers: two pages of nodes, a page of pods, one of
+    namespaces, a ConfigMap;
     or, for a path prefix in `refuse`, that HTTP status."""
 
     port: int = 0
@@ -71,6 +72,9 @@ class FakeApi:
             return 200, {"items": [_node("b")], "metadata": {"resourceVersion": "9"}}
         if path == "/api/v1/pods":
             return 200, {"items": [_pod("busy", "a"), _pod("waiting", None)], "metadata": {}}
+        if path == "/api/v1/namespaces":
+            shop = {"metadata": {"name": "shop", "labels": {"team": "retail"}}}
+            return 200, {"items": [shop], "metadata": {}}
         if path == "/api/v1/namespaces/policyext/configmaps/rules":
             data = {"p.yaml": POLICY, "README.md": "not a policy"}
             return 200, {"metadata": {"name": "rules"}, "data": data}
@@ -131,7 +135,16 @@ def test_the_listing_reads_every_page_and_counts_bound_pods_on_their_nodes(
 ) -> None:
     source = cluster_snapshot(_client(kubeconfig))
     assert sorted(source.nodes) == ["a", "b"]
-    assert fake_api.calls == ["/api/v1/nodes", "/api/v1/nodes?continue", "/api/v1/pods"]
+    assert fake_api.calls == [
+        "/api/v1/nodes",
+        "/api/v1/nodes?continue",
+        "/api/v1/pods",
+        "/api/v1/namespaces",
+    ]
+    # the namespaces' labels, for the namespaceSelector of pod affinity
+    assert [(n["kind"], n["metadata"]["labels"]) for n in source.namespaces] == [
+        ("Namespace", {"team": "retail"})
+    ]
     assert {p["kind"] for p in source.pods} == {"Pod"}
     assert source.node_info(source.nodes["a"])["podCount"] == 1
     assert source.node_info(source.nodes["b"])["podCount"] == 0
@@ -194,6 +207,11 @@ def test_only_the_yaml_keys_of_the_configmap_are_rules(kubeconfig: Path) -> None
             'needs the permission `list` on `nodes` cluster-wide (the server said: cannot touch "/api/v1/nodes")',
         ),
         ({"/api/v1/pods": 403}, False, "needs the permission `list` on `pods` in all namespaces"),
+        (
+            {"/api/v1/namespaces": 403},
+            False,
+            "needs the permission `list` on `namespaces` cluster-wide",
+        ),
         ({"/api/v1/nodes": 500}, False, "list nodes cluster-wide at http://127.0.0.1:"),
         ({}, True, "the answer is not JSON"),
     ],

@@ -1,8 +1,10 @@
 """The scheduler emulation against the real kube-scheduler: randomized nodes (labels,
 taints, capacity, cordons, pods already bound) and pods (requests, tolerations, node
 selectors and affinity, host ports, spread constraints, pod (anti-)affinity), scheduled one
-at a time by kube-scheduler 1.37 with policyext as its extender. Before each pod is
-created, the emulation decides it from the cluster as the API shows it; then
+at a time by kube-scheduler 1.37 with policyext as its extender; and a round whose pods live
+in namespaces with random labels, their (anti-)affinity terms choosing namespaces by list
+and by namespaceSelector. Before each pod is created, the emulation decides it from the
+cluster as the API shows it (Nodes, Pods and Namespaces); then
 
 - a pod kube-scheduler binds must be on the emulation's best node or one tied with it;
 - a pod the emulation calls unschedulable must stay Pending, and its FailedScheduling
@@ -18,7 +20,7 @@ import os
 import random
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,13 @@ PODS_PER_ROUND = 10
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 APPS = ("web", "db", "cache")
+TEAMS = ("red", "blue")
+NAMESPACES_PER_ROUND = 3
+NAMESPACE_SEEDS = (
+    [int(os.environ["POLICYEXT_E2E_SEED"])]
+    if "POLICYEXT_E2E_SEED" in os.environ
+    else [3, 13, 29, 31, 41]
+)
 
 # a filter and two scores that read only labels, so that the extender and the emulation
 # see the same thing whatever the extender's caches hold at the moment
@@ -224,16 +233,15 @@ def _listed(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return items
 
 
-def _emulate(
-    admin: KubeClient, policies: PolicySet, pod: dict[str, Any], namespace: str
-) -> Decision:
+def _emulate(admin: KubeClient, policies: PolicySet, pod: dict[str, Any]) -> Decision:
     """The emulation's decision from the cluster as the API shows it right now."""
     nodes = _listed(admin.get("/api/v1/nodes")["items"], "Node")
     pods = _listed(admin.get("/api/v1/pods")["items"], "Pod")
-    source = SnapshotSource([*nodes, *pods])
+    namespaces = _listed(admin.get("/api/v1/namespaces")["items"], "Namespace")
+    source = SnapshotSource([*nodes, *pods, *namespaces])
     ordered = list(source.nodes.values())
-    incoming = {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
-    return decide(policies, incoming, ordered, source, None, Cluster(ordered, source.pods))
+    cluster = Cluster(ordered, source.pods, source.namespaces)
+    return decide(policies, pod, ordered, source, None, cluster)
 
 
 def _failed_scheduling(admin: KubeClient, namespace: str, name: str) -> str | None:
@@ -266,11 +274,23 @@ def _wait_until_the_extender_sees(extender: Extender, bound: dict[str, int]) -> 
     )
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_kube_scheduler_places_every_pod_where_the_emulation_says(
-    admin: KubeClient, namespace: str, extender: Extender, rules: Path, seed: int
+def _in(namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    manifest["metadata"]["namespace"] = namespace
+    return manifest
+
+
+def _play_round(
+    admin: KubeClient,
+    extender: Extender,
+    rules: Path,
+    seed: int,
+    rng: random.Random,
+    bound_pod: Callable[[str, str], dict[str, Any]],
+    new_pod: Callable[[str], dict[str, Any]],
 ) -> None:
-    rng = random.Random(seed)
+    """Random nodes (from `rng`, the round's) with `bound_pod(name, node)` bound to them,
+    then `new_pod(name)` one at a time, each placed by kube-scheduler where the emulation
+    says (the pods name their namespace)."""
     policies = load_policy_set([rules])
     suffix = uuid.uuid4().hex[:5]
     bound: dict[str, int] = {}
@@ -279,20 +299,20 @@ def test_kube_scheduler_places_every_pod_where_the_emulation_says(
         admin.create_fake_node(_random_node(rng, name))
         bound[name] = 0
         for j in range(rng.randint(0, 2)):
-            admin.create(
-                f"/api/v1/namespaces/{namespace}/pods", _bound_pod(rng, f"bound{i}-{j}", name)
-            )
+            manifest = bound_pod(f"bound{i}-{j}", name)
+            admin.create(f"/api/v1/namespaces/{manifest['metadata']['namespace']}/pods", manifest)
             bound[name] += 1
     _wait_until_the_extender_sees(extender, bound)
 
     checked = {"bound": 0, "failed": 0}
     for k in range(PODS_PER_ROUND):
         name = f"pod{k}"
-        manifest = _random_pod(rng, name)
-        decision = _emulate(admin, policies, manifest, namespace)
+        manifest = new_pod(name)
+        namespace = manifest["metadata"]["namespace"]
+        decision = _emulate(admin, policies, manifest)
         admin.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
         outcome, detail = _outcome(admin, namespace, name)
-        context = f"seed {seed}, {name}: {manifest['spec']}"
+        context = f"seed {seed}, {namespace}/{name}: {manifest['spec']}"
         if outcome == "bound":
             assert detail in decision.tied(), (
                 f"{context}: kube-scheduler bound it to {detail}; the emulation's best: "
@@ -309,6 +329,138 @@ def test_kube_scheduler_places_every_pod_where_the_emulation_says(
             admin.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", gracePeriodSeconds="0")
         checked[outcome] += 1
     assert sum(checked.values()) == PODS_PER_ROUND
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kube_scheduler_places_every_pod_where_the_emulation_says(
+    admin: KubeClient, namespace: str, extender: Extender, rules: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    _play_round(
+        admin,
+        extender,
+        rules,
+        seed,
+        rng,
+        lambda name, node: _in(namespace, _bound_pod(rng, name, node)),
+        lambda name: _in(namespace, _random_pod(rng, name)),
+    )
+
+
+# ------------------------------------------------------- namespaces chosen by their labels
+
+
+def _namespace_scope(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
+    """Which namespaces a term covers: its pod's own, a list, a namespaceSelector (empty:
+    every namespace; by a label; by a label's absence), or a list and a selector."""
+    by_team = {"matchLabels": {"team": rng.choice(TEAMS)}}
+    not_prod = {"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}
+    return rng.choice(
+        (
+            {},
+            {"namespaces": [rng.choice(namespaces)]},
+            {"namespaceSelector": {}},
+            {"namespaceSelector": by_team},
+            {"namespaceSelector": by_team},
+            {"namespaceSelector": not_prod},
+            {"namespaces": [rng.choice(namespaces)], "namespaceSelector": by_team},
+        )
+    )
+
+
+def _scoped_term(rng: random.Random, namespaces: list[str], key: str) -> dict[str, Any]:
+    return {
+        "labelSelector": {"matchLabels": {"app": rng.choice(APPS)}},
+        "topologyKey": key,
+        **_namespace_scope(rng, namespaces),
+    }
+
+
+def _scoped_affinity(rng: random.Random, namespaces: list[str]) -> dict[str, Any]:
+    """Pod (anti-)affinity, required and preferred, over namespaces chosen by label."""
+    affinity: dict[str, Any] = {}
+    if rng.random() < 0.4:
+        affinity["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                _scoped_term(rng, namespaces, HOSTNAME)
+            ]
+        }
+    if rng.random() < 0.25:
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [_scoped_term(rng, namespaces, ZONE)]
+        }
+    if rng.random() < 0.5:
+        kind = rng.choice(("podAffinity", "podAntiAffinity"))
+        preferred = {
+            "weight": rng.randint(1, 100),
+            "podAffinityTerm": _scoped_term(rng, namespaces, rng.choice((ZONE, HOSTNAME))),
+        }
+        affinity.setdefault(kind, {})["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            preferred
+        ]
+    return affinity
+
+
+def _pod_in_a_labelled_namespace(
+    rng: random.Random, name: str, namespaces: list[str], node: str | None
+) -> dict[str, Any]:
+    """A small pod in one of the namespaces, with pod (anti-)affinity over them."""
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER,
+        "automountServiceAccountToken": False,
+        "containers": [_container(rng, host_port=False)],
+    }
+    spec["containers"][0]["resources"]["requests"]["cpu"] = rng.choice(("100m", "500m"))
+    if node:
+        spec["nodeName"] = node
+    affinity = _scoped_affinity(rng, namespaces)
+    if affinity and (node is None or rng.random() < 0.5):
+        spec["affinity"] = affinity
+    metadata = {
+        "name": name,
+        "namespace": rng.choice(namespaces),
+        "labels": {"app": rng.choice(APPS)},
+    }
+    return {"metadata": metadata, "spec": spec}
+
+
+@pytest.fixture
+def labelled_namespaces(admin: KubeClient) -> Iterator[list[str]]:
+    """Fresh namespaces labelled `team` red or blue, some `env: prod`, and one without
+    labels of its own; their pods are force-deleted after the test."""
+    names = [f"e2e-ns-{uuid.uuid4().hex[:8]}" for _ in range(NAMESPACES_PER_ROUND)]
+    for name in names:
+        admin.create_namespace(name)
+    yield names
+    for name in names:
+        admin.request(
+            "DELETE", f"/api/v1/namespaces/{name}/pods", query={"gracePeriodSeconds": "0"}
+        )
+
+
+@pytest.mark.parametrize("seed", NAMESPACE_SEEDS)
+def test_kube_scheduler_matches_namespace_selectors_as_the_emulation_does(
+    admin: KubeClient,
+    labelled_namespaces: list[str],
+    extender: Extender,
+    rules: Path,
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    for name in labelled_namespaces[1:]:
+        labels = {"team": rng.choice(TEAMS)}
+        if rng.random() < 0.5:
+            labels["env"] = "prod"
+        admin.merge_patch(f"/api/v1/namespaces/{name}", {"metadata": {"labels": labels}})
+    _play_round(
+        admin,
+        extender,
+        rules,
+        seed,
+        rng,
+        lambda name, node: _pod_in_a_labelled_namespace(rng, name, labelled_namespaces, node),
+        lambda name: _pod_in_a_labelled_namespace(rng, name, labelled_namespaces, None),
+    )
 
 
 def test_explain_shows_a_pending_pods_reasons_and_its_failed_scheduling_event(

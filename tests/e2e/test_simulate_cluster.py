@@ -140,6 +140,41 @@ def test_simulate_cluster_ranks_the_live_nodes_counting_the_pods_bound_to_them(
     assert fit[scene.free] > fit[scene.busy]
 
 
+def test_simulate_cluster_matches_a_namespace_selector_against_the_live_namespaces_labels(
+    control_plane: ControlPlane, admin: KubeClient, scene: Scene
+) -> None:
+    # the running pod's namespace gets a label of its own; a pod elsewhere keeps away
+    # from every pod of the namespaces that carry it
+    owner = _unique("owner")
+    admin.merge_patch(
+        f"/api/v1/namespaces/{scene.namespace}", {"metadata": {"labels": {"owner": owner}}}
+    )
+    away = pod("away")
+    away["metadata"]["namespace"] = "default"
+    term = {
+        "labelSelector": {},
+        "namespaceSelector": {"matchLabels": {"owner": owner}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    away["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    (scene.folder / "away.yaml").write_text(yaml.safe_dump(away))
+    run = _simulate(
+        *("--rules", str(scene.current), "--pod", str(scene.folder / "away.yaml"), "--cluster"),
+        *("--kubeconfig", str(control_plane.admin_kubeconfig), "-o", "json"),
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["scheduler"]["namespacesKnown"] is True
+    rejected = {
+        n["name"]: n["scheduler"]["rejection"]["reasons"]
+        for n in data["nodes"]
+        if n["scheduler"]["rejection"]
+    }
+    assert rejected == {scene.busy: ["node(s) didn't match pod anti-affinity rules"]}
+
+
 @pytest.mark.parametrize("current_from", ["path", "configmap"])
 def test_pending_shows_which_pods_a_candidate_rule_set_helps_or_hurts(
     control_plane: ControlPlane, admin: KubeClient, scene: Scene, current_from: str

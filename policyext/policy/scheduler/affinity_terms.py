@@ -1,17 +1,16 @@
 """Pod (anti-)affinity terms as kube-scheduler reads them: which namespaces a term covers,
 its label selector (with matchLabelKeys and mismatchLabelKeys merged in), its topology
-key, and whether a pod matches it.
-
-Namespace labels are not in a snapshot: a namespaceSelector is matched against the one
-label every namespace has, `kubernetes.io/metadata.name`.
+key, and whether a pod matches it. A namespaceSelector is matched against the labels of
+`Namespaces` (see there what is assumed when no Namespace object is known).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import Any
 
+from policyext.policy.scheduler.namespaces import Namespaces
 from policyext.policy.scheduler.selectors import (
     as_list,
     as_map,
@@ -19,10 +18,10 @@ from policyext.policy.scheduler.selectors import (
     labels_of,
     maps,
     namespace_of,
+    selector_is_empty,
 )
 
 Json = Mapping[str, Any]
-NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True)
@@ -33,13 +32,27 @@ class Term:
     topology_key: str
     weight: int = 1
 
-    def matches(self, pod: Json) -> bool:
+    def matches(self, pod: Json, namespaces: Namespaces) -> bool:
         namespace = namespace_of(pod)
         if namespace not in self.namespaces and not label_selector_matches(
-            self.namespace_selector, {NAMESPACE_NAME_LABEL: namespace}
+            self.namespace_selector, namespaces.labels(namespace)
         ):
             return False
         return label_selector_matches(self.selector, labels_of(pod))
+
+    def resolved(self, namespaces: Namespaces) -> Term:
+        """A term of the pod being scheduled as PreFilter and PreScore merge it: the known
+        namespaces its namespaceSelector selects join its namespaces and the selector then
+        matches nothing more. An empty selector is kept: it matches every namespace, one
+        without an object too."""
+        selector = self.namespace_selector
+        if not namespaces.known or not isinstance(selector, Mapping) or selector_is_empty(selector):
+            return self
+        return replace(
+            self,
+            namespaces=self.namespaces | namespaces.selected(selector),
+            namespace_selector=None,
+        )
 
 
 def _selector(term: Json, owner_labels: Mapping[str, str]) -> object:
@@ -70,6 +83,21 @@ def _term(owner: Json, raw: object, weight: int = 1) -> Term:
         _selector(term, labels_of(owner)),
         str(term.get("topologyKey") or ""),
         weight,
+    )
+
+
+def own_terms(pod: Json, kind: str, required: bool, namespaces: Namespaces) -> list[Term]:
+    """`terms` of the pod being scheduled, resolved against the namespaces."""
+    return [t.resolved(namespaces) for t in terms(pod, kind, required)]
+
+
+def has_namespace_selector(pod: Json) -> bool:
+    """Whether one of the pod's (anti-)affinity terms selects namespaces by label."""
+    return any(
+        t.namespace_selector is not None
+        for kind in ("podAffinity", "podAntiAffinity")
+        for required in (True, False)
+        for t in terms(pod, kind, required)
     )
 
 

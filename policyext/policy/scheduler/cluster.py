@@ -11,6 +11,8 @@ from typing import Any, Final
 
 from policyext.cel import Quantity
 from policyext.policy.resources import Resources, node_allocatable, pod_is_active, pod_requests
+from policyext.policy.scheduler.affinity_terms import has_namespace_selector
+from policyext.policy.scheduler.namespaces import Namespaces
 from policyext.policy.scheduler.selectors import as_list, as_map, labels_of, maps, name_of
 
 Json = Mapping[str, Any]
@@ -102,11 +104,20 @@ def _images(node: Json) -> dict[str, int]:
 
 
 class Cluster:
-    """The nodes (in the order given) and the pods bound to them. `has_pods` is False when
-    only nodes are known: the nodes then look empty."""
+    """The nodes (in the order given), the pods bound to them and the namespaces' labels.
+    `has_pods` is False when only nodes are known: the nodes then look empty.
+    `namespace_selectors` says whether a bound pod's (anti-)affinity selects namespaces by
+    label (what the namespaces' labels, when unknown, would change)."""
 
-    def __init__(self, nodes: Sequence[Json], pods: Iterable[Json] | None) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Json],
+        pods: Iterable[Json] | None,
+        namespaces: Iterable[Json] | None = None,
+    ) -> None:
         self.has_pods = pods is not None
+        self.namespaces = Namespaces(namespaces)
+        self.namespace_selectors = False
         self.nodes: list[NodeState] = []
         self.by_name: dict[str, NodeState] = {}
         for node in nodes:
@@ -123,6 +134,8 @@ class Cluster:
             node_name = as_map(pod.get("spec")).get("nodeName")
             if node_name and pod_is_active(pod) and node_name in self.by_name:
                 self.by_name[node_name].add_pod(pod)
+                if not self.namespace_selectors and has_namespace_selector(pod):
+                    self.namespace_selectors = True
         # how many nodes have each image (ImageLocality spreads its score by it)
         self.image_nodes: Counter[str] = Counter()
         for state in self.nodes:

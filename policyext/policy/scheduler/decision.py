@@ -21,6 +21,7 @@ from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation, NodeVerdict, RuleScore, evaluate
 from policyext.policy.resources import NodeSource
 from policyext.policy.scheduler import KUBE_SCHEDULER_VERSION
+from policyext.policy.scheduler.affinity_terms import has_namespace_selector
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.framework import (
     FILTERS,
@@ -35,6 +36,11 @@ Json = Mapping[str, Any]
 MAX_EXTENDER_PRIORITY: Final = 10
 EMULATED: Final = f"kube-scheduler {KUBE_SCHEDULER_VERSION} default plugins"
 NO_NODES_MESSAGE: Final = "0/{} nodes are available:"
+NAMESPACES_ASSUMED: Final = (
+    "namespaces: none known, so a namespaceSelector matches a namespace by its name label "
+    "(kubernetes.io/metadata.name) alone; save them too: "
+    "kubectl get nodes,pods,namespaces -A -o yaml"
+)
 
 
 @dataclass
@@ -85,6 +91,10 @@ class Decision:
     emulated: bool
     extender_weight: int = 1
     has_pods: bool = True
+    namespaces_known: bool = True
+    # the namespaces' labels are unknown and a namespaceSelector of the pod or of a bound
+    # pod was matched against the assumed ones (NAMESPACES_ASSUMED)
+    namespaces_assumed: bool = False
     plugins: Sequence[str] = field(default_factory=lambda: list(FILTERS))
 
     def feasible(self) -> list[NodeDecision]:
@@ -170,6 +180,10 @@ def decide(
         emulated=cluster is not None,
         extender_weight=extender_weight,
         has_pods=cluster.has_pods if cluster is not None else True,
+        namespaces_known=cluster.namespaces.known if cluster is not None else True,
+        namespaces_assumed=cluster is not None
+        and not cluster.namespaces.known
+        and (cluster.namespace_selectors or has_namespace_selector(pod)),
     )
 
 
@@ -183,11 +197,14 @@ def describe(decision: Decision) -> list[str]:
     first += f" (policy score x{factor})"
     if not decision.has_pods:
         first += "; no pods known: every node looks empty"
-    return [
+    lines = [
         first,
         f"  filters: {', '.join(decision.plugins)}",
         "  scores: " + ", ".join(f"{p} x{w}" for p, w in WEIGHTS.items()),
     ]
+    if decision.namespaces_assumed:
+        lines.append(f"  {NAMESPACES_ASSUMED}")
+    return lines
 
 
 def scheduler_to_dict(decision: Decision) -> dict[str, Any] | None:
@@ -200,4 +217,6 @@ def scheduler_to_dict(decision: Decision) -> dict[str, Any] | None:
         "scores": dict(WEIGHTS),
         "extenderWeight": decision.extender_weight,
         "podsKnown": decision.has_pods,
+        "namespacesKnown": decision.namespaces_known,
+        "namespaceLabelsAssumed": decision.namespaces_assumed,
     }

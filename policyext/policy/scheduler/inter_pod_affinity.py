@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from policyext.policy.scheduler.affinity_terms import Term, has_affinity, terms
+from policyext.policy.scheduler.affinity_terms import Term, has_affinity, own_terms, terms
 from policyext.policy.scheduler.cluster import Cluster, NodeState
 from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
 
@@ -41,25 +41,28 @@ def _domain(node: NodeState, key: str) -> Domain | None:
 
 
 def prefilter(pod: Pod, cluster: Cluster) -> Counts:
-    affinity_terms = terms(pod.obj, "podAffinity", True)
-    anti_terms = terms(pod.obj, "podAntiAffinity", True)
+    namespaces = cluster.namespaces
+    affinity_terms = own_terms(pod.obj, "podAffinity", True, namespaces)
+    anti_terms = own_terms(pod.obj, "podAntiAffinity", True, namespaces)
     counts = Counts(affinity_terms, anti_terms, Counter(), Counter(), Counter(), False)
-    counts.self_match = bool(affinity_terms) and all(t.matches(pod.obj) for t in affinity_terms)
+    counts.self_match = bool(affinity_terms) and all(
+        t.matches(pod.obj, namespaces) for t in affinity_terms
+    )
     for node in cluster.nodes:
         for existing in node.pods:
             if has_affinity(existing):
                 for term in terms(existing, "podAntiAffinity", True):
                     domain = _domain(node, term.topology_key)
-                    if domain is not None and term.matches(pod.obj):
+                    if domain is not None and term.matches(pod.obj, namespaces):
                         counts.existing_anti_affinity[domain] += 1
-            if affinity_terms and all(t.matches(existing) for t in affinity_terms):
+            if affinity_terms and all(t.matches(existing, namespaces) for t in affinity_terms):
                 for term in affinity_terms:
                     domain = _domain(node, term.topology_key)
                     if domain is not None:
                         counts.affinity[domain] += 1
             for term in anti_terms:
                 domain = _domain(node, term.topology_key)
-                if domain is not None and term.matches(existing):
+                if domain is not None and term.matches(existing, namespaces):
                     counts.anti_affinity[domain] += 1
     return counts
 
@@ -99,8 +102,9 @@ def _add(
 
 def scores(pod: Pod, nodes: list[NodeState], cluster: Cluster) -> list[int] | None:
     """None when neither the pod nor any running pod has terms that score (skipped)."""
-    preferred = terms(pod.obj, "podAffinity", False)
-    preferred_anti = terms(pod.obj, "podAntiAffinity", False)
+    namespaces = cluster.namespaces
+    preferred = own_terms(pod.obj, "podAffinity", False, namespaces)
+    preferred_anti = own_terms(pod.obj, "podAntiAffinity", False, namespaces)
     everyone = bool(preferred or preferred_anti)
     by_domain: dict[Domain, int] = {}
     for node in cluster.nodes:
@@ -110,15 +114,16 @@ def scores(pod: Pod, nodes: list[NodeState], cluster: Cluster) -> list[int] | No
             if not everyone and not has_affinity(existing):
                 continue
             for term in preferred:
-                _add(by_domain, term, term.weight, term.matches(existing), node)
+                _add(by_domain, term, term.weight, term.matches(existing, namespaces), node)
             for term in preferred_anti:
-                _add(by_domain, term, -term.weight, term.matches(existing), node)
+                _add(by_domain, term, -term.weight, term.matches(existing, namespaces), node)
             for term in terms(existing, "podAffinity", True):
-                _add(by_domain, term, HARD_POD_AFFINITY_WEIGHT, term.matches(pod.obj), node)
+                weight = HARD_POD_AFFINITY_WEIGHT
+                _add(by_domain, term, weight, term.matches(pod.obj, namespaces), node)
             for term in terms(existing, "podAffinity", False):
-                _add(by_domain, term, term.weight, term.matches(pod.obj), node)
+                _add(by_domain, term, term.weight, term.matches(pod.obj, namespaces), node)
             for term in terms(existing, "podAntiAffinity", False):
-                _add(by_domain, term, -term.weight, term.matches(pod.obj), node)
+                _add(by_domain, term, -term.weight, term.matches(pod.obj, namespaces), node)
     if not by_domain:
         return None
     raw = [
