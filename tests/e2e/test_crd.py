@@ -10,6 +10,7 @@ asks for by default.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,34 @@ def test_every_example_policy_is_stored_as_written(policies: KubeClient) -> None
     for policy in examples:
         stored = policies.get(f"{POLICIES}/{policy['metadata']['name']}")
         assert stored["spec"] == policy["spec"], policy["metadata"]["name"]
+
+
+def test_the_api_server_list_of_the_examples_is_valid_to_policyext(
+    policies: KubeClient, tmp_path: Path
+) -> None:
+    """The List as the API server returns it (SchedulingPolicyList, with uid,
+    resourceVersion, generation, creationTimestamp, managedFields, and a status written
+    through the status subresource): what `kubectl get schedpol -o json` prints."""
+    for policy in _example_policies():
+        policies.request("POST", POLICIES, policy, query=STRICT)
+    name = "most-free-cpu"
+    policies.request(
+        "PATCH",
+        f"{POLICIES}/{name}/status",
+        {"status": {"observedGeneration": 1, "filters": 0, "scores": 1, "mode": "Enforce"}},
+        content_type="application/merge-patch+json",
+    )
+    listed = policies.get(POLICIES)
+    assert listed["kind"] == "SchedulingPolicyList"
+    assert all("managedFields" in item["metadata"] for item in listed["items"])
+    saved = tmp_path / "schedpol.json"
+    saved.write_text(json.dumps(listed, indent=2))
+    from_api = policyext("validate", saved, "-o", "json")
+    assert from_api.returncode == 0, from_api.stdout
+    from_files = policyext("validate", *sorted(RULES.glob("*.yaml")), "-o", "json")
+    # the version is a digest of the specs: the same policies, whatever the server added
+    assert json.loads(from_api.stdout)["version"] == json.loads(from_files.stdout)["version"]
+    assert json.loads(from_api.stdout)["policies"] == len(listed["items"])
 
 
 def _with(change: str) -> Json:
