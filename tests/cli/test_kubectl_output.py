@@ -260,3 +260,16 @@ def test_an_empty_list_holds_no_policy(tmp_path: Path) -> None:
     done = policyext("validate", path)
     assert done.returncode == 1
     assert "no SchedulingPolicy found" in done.stdout + done.stderr
+
+
+def test_the_top_of_rules_holds_only_policies_for_kubectl_apply() -> None:
+    """`kubectl apply -f rules/` reads the folder's own files, not its subfolders (unless
+    -R): they must all be SchedulingPolicies, the PolicyTests below them in rules/tests/."""
+    top = sorted(
+        p for p in RULES.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml", ".json")
+    )
+    assert top
+    for path in top:
+        kinds = {d["kind"] for d in yaml.safe_load_all(path.read_text()) if d}
+        assert kinds == {"SchedulingPolicy"}, path
+    assert list((RULES / "tests").glob("*.test.yaml"))

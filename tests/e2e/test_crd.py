@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ import yaml
 
 from tests.chart.crd import OUTPUT as CRD_FILE
 from tests.cli.run import RULES, policyext
-from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient
+from tests.e2e.controlplane import PATIENCE, ApiError, ControlPlane, KubeClient
 
 pytestmark = pytest.mark.e2e
 
@@ -71,11 +73,18 @@ def test_the_api_server_takes_the_chart_crd_as_structural(crd: Json) -> None:
     assert crd["spec"]["scope"] == "Cluster"
 
 
-def test_every_example_policy_is_stored_as_written(policies: KubeClient) -> None:
+def test_every_example_policy_is_applied_as_written(policies: KubeClient) -> None:
+    """As `kubectl apply --server-side -f rules/` sends them: each file, one apply patch."""
     examples = _example_policies()
     assert len(examples) >= 6
     for policy in examples:
-        policies.request("POST", POLICIES, policy, query=STRICT)
+        policies.request(
+            "PATCH",
+            f"{POLICIES}/{policy['metadata']['name']}",
+            policy,
+            query={**STRICT, "fieldManager": "kubectl"},
+            content_type="application/apply-patch+yaml",
+        )
     for policy in examples:
         stored = policies.get(f"{POLICIES}/{policy['metadata']['name']}")
         assert stored["spec"] == policy["spec"], policy["metadata"]["name"]
@@ -250,3 +259,42 @@ def _table(client: KubeClient, path: str) -> Json:
     table = client.request("GET", path, accept=TABLE)
     assert table["kind"] == "Table"
     return table
+
+
+def _kubectl(control_plane: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:  # optional: the tests above prove the same through the API
+        pytest.skip("kubectl is not on PATH")
+    return subprocess.run(
+        [kubectl, "--kubeconfig", str(control_plane.admin_kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+
+
+def test_kubectl_applies_rules_without_its_tests_and_prints_what_validate_reads(
+    policies: KubeClient, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """What docs/policies.md tells users: `kubectl apply -f rules/` reads the folder's own
+    files only (the policies), `-R` would send rules/tests/ too (PolicyTests, and the
+    snapshot's Nodes and Pods); `kubectl get schedpol -o yaml` is valid to policyext."""
+    applied = _kubectl(control_plane, "apply", "-f", str(RULES))
+    assert applied.returncode == 0, applied.stderr
+    names = sorted(p["metadata"]["name"] for p in _example_policies())
+    assert sorted(applied.stdout.split()[::2]) == [
+        f"schedulingpolicy.policyext.io/{name}" for name in names
+    ]
+    recursive = _kubectl(control_plane, "apply", "--dry-run=server", "-R", "-f", str(RULES))
+    assert recursive.returncode != 0
+    assert 'no matches for kind "PolicyTest"' in recursive.stderr
+    table = _kubectl(control_plane, "get", "schedpol")
+    assert table.stdout.split()[:6] == ["NAME", "READY", "FILTERS", "SCORES", "MODE", "AGE"]
+    printed = _kubectl(control_plane, "get", "schedpol", "-o", "yaml")
+    saved = tmp_path / "schedpol.yaml"
+    saved.write_text(printed.stdout)
+    from_kubectl = policyext("validate", saved, "-o", "json")
+    from_files = policyext("validate", *sorted(RULES.glob("*.yaml")), "-o", "json")
+    assert from_kubectl.returncode == 0, from_kubectl.stdout
+    assert json.loads(from_kubectl.stdout)["version"] == json.loads(from_files.stdout)["version"]
