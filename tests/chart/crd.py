@@ -11,8 +11,8 @@ apart.
 A CRD's `openAPIV3Schema` must be *structural* (the API server refuses others): no `$ref`,
 a `type` on every node outside the logical combinators (allOf, anyOf, oneOf, not) and none
 inside them, no `additionalProperties` beside `properties`, no `uniqueItems`, no `if`/
-`then`, no `const`, and `metadata` left to the API server. The conversion inlines the
-definitions, writes `if: I, then: T` as `anyOf: [not: I, T]` (the same constraint), `const`
+`then`, no `const`, and `metadata` left to the API server but for its name's constraints.
+The conversion inlines the definitions, writes `if: I, then: T` as `anyOf: [not: I, T]` (the same constraint), `const`
 as a one-value enum, `uniqueItems` on strings as a list of type set, and drops
 `additionalProperties: false`: the API server then prunes unknown fields, and refuses them
 under strict field validation, which kubectl asks for by default. A construct it does not
@@ -108,8 +108,13 @@ def crd() -> dict[str, Any]:
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
-            # names are checked by the API server as DNS subdomains, as the schema asks
-            "metadata": {"type": "object"},
+            # the API server allows constraints on the name alone (it checks the rest itself)
+            "metadata": {
+                "type": "object",
+                "properties": {
+                    "name": structural(properties["metadata"]["properties"]["name"], definitions)
+                },
+            },
             "spec": structural(properties["spec"], definitions),
             "status": structural(definitions["status"], definitions),
         },

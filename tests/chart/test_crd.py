@@ -97,7 +97,8 @@ def test_no_type_or_description_inside_the_logical_combinators() -> None:
 
 def test_metadata_is_left_to_the_api_server_and_the_status_is_the_schemas() -> None:
     properties = _schema()["properties"]
-    assert properties["metadata"] == {"type": "object"}
+    assert set(properties["metadata"]["properties"]) == {"name"}
+    assert properties["metadata"]["properties"]["name"]["maxLength"] == 253
     status = properties["status"]["properties"]
     assert set(status) == {"observedGeneration", "filters", "scores", "mode", "conditions", "byPod"}
     condition = status["conditions"]["items"]
