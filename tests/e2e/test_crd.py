@@ -23,6 +23,7 @@ import yaml
 from tests.chart.crd import OUTPUT as CRD_FILE
 from tests.cli.run import RULES, policyext
 from tests.e2e.controlplane import PATIENCE, ApiError, ControlPlane, KubeClient
+from tests.e2e.extender import Extender, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -298,3 +299,60 @@ def test_kubectl_applies_rules_without_its_tests_and_prints_what_validate_reads(
     from_files = policyext("validate", *sorted(RULES.glob("*.yaml")), "-o", "json")
     assert from_kubectl.returncode == 0, from_kubectl.stdout
     assert json.loads(from_kubectl.stdout)["version"] == json.loads(from_files.stdout)["version"]
+
+
+def _served(extender: Extender) -> Json:
+    status, body = extender.get("/policies")
+    assert status == 200 and isinstance(body, dict), body
+    return body
+
+
+def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
+    policies: KubeClient, control_plane: ControlPlane
+) -> None:
+    """`policyext serve --rules-crd`: the objects are the policy set, reloaded whole on every
+    change of a spec; a broken one keeps the last good set serving and names the object."""
+    spot, cpu = (
+        yaml.safe_load((RULES / f).read_text())
+        for f in ("critical-off-spot.yaml", "most-free-cpu.yaml")
+    )
+    policies.request("POST", POLICIES, spot, query=STRICT)
+    extender = Extender(
+        control_plane,
+        control_plane.admin_kubeconfig,
+        [],
+        name="policyext-crd",
+        args=["--rules-crd"],
+    )
+    extender.start()
+    try:
+        served = _served(extender)
+        assert [p["name"] for p in served["policies"]] == ["critical-off-spot"]
+        from_file = policyext("validate", RULES / "critical-off-spot.yaml", "-o", "json")
+        assert served["version"] == json.loads(from_file.stdout)["version"]
+
+        policies.request("POST", POLICIES, cpu, query=STRICT)
+        eventually(lambda: len(_served(extender)["policies"]) == 2)
+
+        broken = copy.deepcopy(cpu)
+        broken["spec"]["scores"][0]["expression"] = "node.(("  # the schema's, not CEL's
+        policies.request(
+            "PUT",
+            f"{POLICIES}/most-free-cpu",
+            broken | {"metadata": policies.get(f"{POLICIES}/most-free-cpu")["metadata"]},
+        )
+
+        def rejected() -> Json | None:
+            last = _served(extender)["lastReload"]
+            return last if last and not last["ok"] else None
+
+        last = eventually(rejected)
+        assert last["errors"][0].startswith("schedulingpolicy/most-free-cpu:")
+        assert len(_served(extender)["policies"]) == 2  # the last good set
+
+        policies.delete(f"{POLICIES}/most-free-cpu")
+        eventually(
+            lambda: [p["name"] for p in _served(extender)["policies"]] == ["critical-off-spot"]
+        )
+    finally:
+        extender.stop()
