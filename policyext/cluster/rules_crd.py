@@ -42,6 +42,13 @@ class PolicyObjects:
         return f"{RESOURCE} ({len(self.texts)})"
 
 
+class _Dumper(yaml.SafeDumper):
+    """Never an anchor and alias: the loader refuses them (policy/loader.py)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
 def policy_text(obj: Json) -> str:
     """The part of the object its author wrote, as YAML, keys in kubectl's order."""
     meta = obj.get("metadata") or {}
@@ -51,7 +58,7 @@ def policy_text(obj: Json) -> str:
         "metadata": {"name": meta.get("name", "")},
         "spec": obj.get("spec"),
     }
-    return yaml.safe_dump(authored, sort_keys=True)
+    return yaml.dump(authored, Dumper=_Dumper, sort_keys=True)
 
 
 class PolicyObjectsWatch:

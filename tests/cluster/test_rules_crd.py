@@ -124,3 +124,12 @@ def test_files_and_objects_are_one_set_and_a_name_in_both_is_refused(tmp_path: P
     assert store.status is not None and not store.status.ok
     assert any("duplicate policy name" in str(i) for i in store.status.issues)
     assert [p.name for p in store.current.policies] == ["a", "b"]
+
+
+def test_a_value_the_object_holds_twice_is_written_out_twice_not_as_an_alias() -> None:
+    shared = {"key": "tier", "operator": "In", "values": ["a"]}
+    obj = policy_object(rejecting("a", "spot"))
+    obj["spec"]["match"] = {"podSelector": {"matchExpressions": [shared, shared]}}
+    src, store = _sources()
+    src.objects_changed(_listed(obj))
+    assert store.status is not None and store.status.ok, store.status.issues
