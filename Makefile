@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP     := $(VENV)/.installed-test
 
-.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema e2e e2e-binaries bench bench-throughput reliability clean constraints base-digest
+.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema crd e2e e2e-binaries bench bench-throughput reliability clean constraints base-digest
 
 # the run-time packages at the exact versions of constraints.txt, the image's (the test and
 # dev tools within setup.cfg's ranges)
@@ -81,6 +81,11 @@ conformance: $(STAMP)
 # the module proxy (tests/cel/kubernetes_schema.py names the release)
 cel-schema: $(STAMP)
 	$(BIN)/python -m tests.cel.kubernetes_schema
+
+# the SchedulingPolicy CRD of the chart (charts/policyext/crds/), generated from the policies'
+# JSON Schema (policyext/policy/schemas/); tests/chart/test_crd.py fails while it is stale
+crd: $(STAMP)
+	$(BIN)/python -m tests.chart.crd
 
 # the real control plane (etcd, kube-apiserver, kube-scheduler) is built from the Go module
 # proxy with the machine's Go on first use and cached outside the repository (~15 min once)

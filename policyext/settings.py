@@ -59,6 +59,7 @@ class SettingsError(ValueError):
 class Settings:
     rules: list[str] = field(default_factory=list)
     rules_configmap: str | None = None  # NAMESPACE/NAME
+    rules_crd: bool = False  # the cluster's SchedulingPolicy objects
     reload_interval: float = POLL_INTERVAL
     bind: str = DEFAULT_BIND
     snapshot: str | None = None
@@ -145,10 +146,13 @@ class Settings:
             raise SettingsError(
                 "--snapshot and --kubeconfig/--in-cluster exclude each other", usage=True
             )
-        if not self.rules and not self.rules_configmap:
+        if not self.rules and not self.rules_configmap and not self.rules_crd:
             raise SettingsError(
-                "give the policies with --rules and/or --rules-configmap", usage=True
+                "give the policies with --rules, --rules-configmap and/or --rules-crd",
+                usage=True,
             )
+        if self.rules_crd and not connected:
+            raise SettingsError("--rules-crd needs --kubeconfig or --in-cluster", usage=True)
         if self.rules_configmap is not None:
             from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
 
@@ -235,9 +239,9 @@ def number(text: str, flag: str) -> float:
 def preflight(settings: Settings) -> list[Issue] | None:
     """Refuse to start on what would fail in every worker: policies that do not validate
     (returned as issues), a snapshot that cannot be read, a connection that cannot be
-    configured (raised as SettingsError). With a ConfigMap the policies are judged once it
-    is read, as a union with the folders."""
-    if not settings.rules_configmap:
+    configured (raised as SettingsError). With a ConfigMap or the SchedulingPolicy objects
+    the policies are judged once those are read, as a union with the folders."""
+    if not settings.rules_configmap and not settings.rules_crd:
         try:
             load_policy_set(settings.rules)
         except PolicyError as e:

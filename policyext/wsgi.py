@@ -25,6 +25,7 @@ from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_client
 from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
+from policyext.cluster.rules_crd import PolicyObjectsWatch
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
@@ -85,10 +86,16 @@ def build_app(settings: Settings) -> Flask:
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
-    sources = PolicySources(store, settings.rules, configmap, events)
+    objects = settings.rules_crd and api is not None  # Settings guarantees the connection
+    sources = PolicySources(store, settings.rules, configmap, events, objects=objects)
     if settings.rules:
         # fingerprinted before the first load: a change in between is loaded again, not lost
         DirectoryWatcher(settings.rules, sources.reload, interval=settings.reload_interval).start()
+    if objects and api is not None:
+        # as the ConfigMap's below: nothing is served until the first list is in
+        PolicyObjectsWatch(
+            api, sources.objects_changed, on_problem=sources.objects_unreadable
+        ).start()
     if configmap is not None and api is not None:
         # the first list loads the policies; until then /readyz says not ready and the
         # verbs answer with an Error rather than let every node through
@@ -98,7 +105,7 @@ def build_app(settings: Settings) -> Flask:
             sources.configmap_changed,
             on_problem=sources.configmap_unreadable,
         ).start()
-    else:
+    elif not objects:
         sources.reload()
     options = Options(
         url_prefix=settings.url_prefix,

@@ -64,6 +64,13 @@ def register(commands: Commands) -> None:
         metavar="NAMESPACE/NAME",
         help="policies from this ConfigMap, watched through the API (with --rules: both)",
     )
+    parser.add_argument(
+        "--rules-crd",
+        action="store_true",
+        default=_env_true("POLICYEXT_RULES_CRD"),
+        help="policies from the cluster's SchedulingPolicy objects, watched through the API "
+        "(with --rules or --rules-configmap: one set of all) [env POLICYEXT_RULES_CRD]",
+    )
     _env_flag(parser, "--bind", DEFAULT_BIND, metavar="HOST:PORT")
     _env_flag(
         parser,
@@ -200,6 +207,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         rules=args.rules or split_paths(os.environ.get("POLICYEXT_RULES", "")),
         rules_configmap=args.rules_configmap or None,
+        rules_crd=bool(args.rules_crd),
         bind=args.bind,
         snapshot=args.snapshot or None,
         kubeconfig=args.kubeconfig or None,

@@ -1,10 +1,11 @@
-"""Where a worker's policies come from — files and folders, a ConfigMap, or both — loaded as
-one set whenever any of them changes.
+"""Where a worker's policies come from — files and folders, a ConfigMap, the SchedulingPolicy
+objects of the cluster, or any mix — loaded as one set whenever any of them changes.
 
 Every reload validates the whole union and swaps it in atomically (PolicyStore); a rejected
 one keeps the last good set serving. A ConfigMap that is expected but not (yet) there makes
 no partial set: the policies are not loaded until it is, and a deleted one leaves the last
-good set serving while the status says what happened.
+good set serving while the status says what happened. The same holds for the
+SchedulingPolicy objects: none are loaded until they have been listed once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapState, PolicyEvents
+from policyext.cluster.rules_crd import RESOURCE, PolicyObjects
 from policyext.policy.compile import load_policies
 from policyext.store import PolicyStore, ReloadStatus
 
@@ -26,12 +28,16 @@ class PolicySources:
         paths: Sequence[str],
         configmap: ConfigMapRef | None = None,
         events: PolicyEvents | None = None,
+        *,
+        objects: bool = False,
     ) -> None:
         self.store = store
         self.paths = list(paths)
         self.configmap = configmap
         self.events = events
+        self.objects = objects  # the SchedulingPolicy objects too (--rules-crd)
         self._state: ConfigMapState | None = None
+        self._objects: PolicyObjects | None = None
         self._lock = threading.Lock()  # one reload at a time, whoever noticed the change
 
     def describe(self) -> str:
@@ -39,6 +45,9 @@ class PolicySources:
         if self.configmap is not None:
             state = self._state
             parts.append(state.description if state else f"configmap/{self.configmap}")
+        if self.objects:
+            listed = self._objects
+            parts.append(listed.description if listed else RESOURCE)
         return ", ".join(parts)
 
     def reload(self) -> ReloadStatus | None:
@@ -61,8 +70,22 @@ class PolicySources:
             if self._state is None:
                 self.store.fail(self.describe(), message)
 
+    def objects_changed(self, listed: PolicyObjects) -> None:
+        """The SchedulingPolicy watch saw an object's spec change, or one come or go."""
+        with self._lock:
+            self._objects = listed
+            self._reload()
+
+    def objects_unreadable(self, message: str) -> None:
+        """The SchedulingPolicies could not be listed yet (no CRD, RBAC, the API down)."""
+        with self._lock:
+            if self._objects is None:
+                self.store.fail(self.describe(), message)
+
     def _reload(self) -> ReloadStatus | None:
         state = self._state
+        if self.objects and self._objects is None:
+            return None  # not listed yet: a partial set is never served
         if self.configmap is not None:
             if state is None:
                 return None
@@ -75,6 +98,8 @@ class PolicySources:
                 )
                 return self.store.fail(self.describe(), f"ConfigMap {self.configmap} {what}{keeps}")
         texts = state.texts if state is not None else {}
+        if self._objects is not None:
+            texts = texts | self._objects.texts
         return self.store.reload(lambda: load_policies(self.paths, texts), self.describe())
 
 

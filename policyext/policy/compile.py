@@ -17,6 +17,7 @@ from typing import Any, Final, cast
 from policyext import cel
 from policyext.policy.columns import fields_read_pods
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
+from policyext.policy.lists import open_lists
 from policyext.policy.loader import (
     Document,
     PathKey,
@@ -200,6 +201,8 @@ def load_policies(
         docs, text_issues = parse_documents(texts[name], name)
         documents.extend(docs)
         issues.extend(text_issues)
+    documents, list_issues = open_lists(documents)  # kubectl's output: a List of objects
+    issues.extend(list_issues)
     sources = [shown for _path, shown in files] + sorted(texts)
     return compile_documents(documents, issues, sources, limits)
 

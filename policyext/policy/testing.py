@@ -20,6 +20,7 @@ import yaml
 from policyext.cel import CELError, parse_timestamp
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import NodeVerdict
+from policyext.policy.lists import open_lists
 from policyext.policy.loader import (
     Document,
     discover,
@@ -67,7 +68,8 @@ def find_tests(paths: Iterable[str | Path]) -> tuple[list[Document], list[Issue]
     tests: list[Document] = []
     for path in files:
         docs, file_issues = read_documents(path)
-        issues.extend(file_issues)
+        docs, list_issues = open_lists(docs)
+        issues.extend(file_issues + list_issues)
         tests.extend(
             d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == TEST_KIND
         )

@@ -332,10 +332,11 @@ class KubeClient:
         *,
         query: Mapping[str, str] | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Json:
         if query:
             path = f"{path}?{urllib.parse.urlencode(query)}"
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": accept}
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()

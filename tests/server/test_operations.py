@@ -223,11 +223,17 @@ def test_serve_refuses_counts_that_are_not_positive_whole_numbers_as_a_usage_err
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ([], "give the policies with --rules and/or --rules-configmap"),
+        ([], "give the policies with --rules, --rules-configmap and/or --rules-crd"),
         (["--rules-configmap", "kube-system/policies"], "needs --kubeconfig or --in-cluster"),
         (["--rules-configmap", "policies", "--kubeconfig", "kc"], "NAMESPACE/NAME"),
+        (["--rules-crd"], "--rules-crd needs --kubeconfig or --in-cluster"),
     ],
-    ids=["no policies at all", "a ConfigMap without a cluster", "a ConfigMap without namespace"],
+    ids=[
+        "no policies at all",
+        "a ConfigMap without a cluster",
+        "a ConfigMap without namespace",
+        "SchedulingPolicy objects without a cluster",
+    ],
 )
 def test_serve_refuses_policy_sources_it_cannot_use_as_a_usage_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], says: str

@@ -1,0 +1,141 @@
+"""SchedulingPolicy objects watched through the API (`--rules-crd`).
+
+Every SchedulingPolicy of the cluster (the CRD of charts/policyext/crds/) is listed and
+watched with the reflector that keeps the node caches, so a dropped stream resumes and an
+API server restart is survived. Each object is one policy text, named
+`schedulingpolicy/NAME` in errors: the object written as YAML with what its author wrote
+(apiVersion, kind, its name, its spec; not what the API server added, nor the status), so
+that a status update or a new resourceVersion reloads nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import yaml
+from kubernetes import client as k8s
+
+from policyext.cluster.watch import Json, Reflector
+
+GROUP: Final = "policyext.io"
+VERSION: Final = "v1alpha1"
+PLURAL: Final = "schedulingpolicies"
+RESOURCE: Final = f"{PLURAL}.{GROUP}"
+TEXT_PREFIX: Final = "schedulingpolicy/"
+
+OnChange = Callable[["PolicyObjects"], None]
+OnProblem = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyObjects:
+    """The SchedulingPolicies the API server last listed or reported, as policy texts."""
+
+    texts: dict[str, str]
+
+    @property
+    def description(self) -> str:
+        return f"{RESOURCE} ({len(self.texts)})"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Never an anchor and alias: the loader refuses them (policy/loader.py)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def policy_text(obj: Json) -> str:
+    """The part of the object its author wrote, as YAML, keys in kubectl's order."""
+    meta = obj.get("metadata") or {}
+    authored = {
+        "apiVersion": obj.get("apiVersion", f"{GROUP}/{VERSION}"),
+        "kind": obj.get("kind", "SchedulingPolicy"),
+        "metadata": {"name": meta.get("name", "")},
+        "spec": obj.get("spec"),
+    }
+    return yaml.dump(authored, Dumper=_Dumper, sort_keys=True)
+
+
+class PolicyObjectsWatch:
+    """Keeps every SchedulingPolicy and reports each change of what their authors wrote."""
+
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        on_change: OnChange,
+        *,
+        on_problem: OnProblem | None = None,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.on_change = on_change
+        self.on_problem = on_problem
+        self.state: PolicyObjects | None = None  # None until the first list
+        self._objects: dict[str, Json] = {}
+        self._lock = threading.Lock()
+        self._problem = ""
+        custom = k8s.CustomObjectsApi(api)
+        list_all = functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
+        self._reflector = Reflector(
+            RESOURCE, list_all, _Handler(self), watch_timeout=watch_timeout, on_error=self._failed
+        )
+
+    def start(self) -> None:
+        self._reflector.start()
+
+    def stop(self) -> None:
+        self._reflector.stop()
+
+    def synced(self) -> bool:
+        return self._reflector.synced.is_set()
+
+    def _failed(self, description: str) -> None:
+        """Before the first list, a failure (the CRD not installed, RBAC) is why no policies
+        are served: say it, once per distinct failure. Later ones only delay updates."""
+        if self.synced() or self.on_problem is None or description == self._problem:
+            return
+        self._problem = description
+        self.on_problem(f"cannot read {RESOURCE}: {description}")
+
+    def _replace(self, items: list[Json]) -> None:
+        with self._lock:
+            self._objects = {_name(obj): obj for obj in items}
+            self._publish()
+
+    def _apply(self, kind: str, obj: Json) -> None:
+        with self._lock:
+            if kind == "DELETED":
+                self._objects.pop(_name(obj), None)
+            else:
+                self._objects[_name(obj)] = obj
+            self._publish()
+
+    def _publish(self) -> None:
+        """Under the lock: report the texts, unless they did not change (a status update)."""
+        texts = {f"{TEXT_PREFIX}{name}": policy_text(obj) for name, obj in self._objects.items()}
+        if self.state is not None and self.state.texts == texts:
+            return
+        self.state = PolicyObjects(texts)
+        self.on_change(self.state)
+
+
+def _name(obj: Json) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+@dataclass
+class _Handler:
+    watch: PolicyObjectsWatch
+
+    def replace(self, items: list[Json], started: float) -> None:
+        self.watch._replace(items)
+
+    def apply(self, kind: str, obj: Json) -> None:
+        self.watch._apply(kind, obj)
+
+    def touched(self) -> None:
+        pass
