@@ -37,7 +37,9 @@ def _stamp(venv: Path, name: str) -> None:
 
 def test_make_run_installs_the_runtime_dependencies_without_the_extras(tmp_path: Path) -> None:
     installs = _planned("run", tmp_path / "venv")
-    assert any(line.endswith("pip install --quiet -c constraints.txt -e .") for line in installs), installs
+    assert any(line.endswith("pip install --quiet -c constraints.txt -e .") for line in installs), (
+        installs
+    )
     assert not any("[" in line for line in installs), installs
 
 

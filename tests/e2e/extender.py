@@ -98,6 +98,8 @@ class Extender:
             argv += ["--rules", str(path)]
         if binds_for is not None:
             argv += ["--bind-verb", "--scheduler-name", binds_for]
+        # stopped at once (a test of the drain window gives --shutdown-delay in `args`)
+        argv += ["--shutdown-delay", "0"]
         self.component = Component(
             name, policyext_argv(*argv, *args), control_plane.logdir / f"{name}.log"
         )
