@@ -143,3 +143,34 @@ def test_a_shutdown_delay_that_is_not_a_duration_is_a_usage_error(
     assert result.returncode == 2, result.stderr
     assert "--shutdown-delay must be" in result.stderr
     assert delay in result.stderr
+
+
+def _workers(server: ExtenderServer) -> set[int]:
+    """The pids of the arbiter's children (its workers)."""
+    pid = server.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return {int(child) for child in children}
+
+
+def test_a_worker_that_replaces_a_dead_one_during_the_window_drains_too(
+    draining: ExtenderServer,
+) -> None:
+    if not Path(f"/proc/{draining.process.pid}/task").is_dir():
+        pytest.skip("needs /proc to find the workers")
+    os.kill(draining.process.pid, signal.SIGTERM)
+    wait_unready(draining)
+    dead = _workers(draining)
+    for pid in dead:
+        os.kill(pid, signal.SIGKILL)
+    replacements = eventually(lambda: _workers(draining) - dead)
+    assert replacements
+    replies = [readyz(draining) for _ in range(10)]  # answered by the replacements only
+    assert {r.status for r in replies} == {503}
+    assert {r.json()["checks"]["shutdown"] for r in replies} == {"draining"}
+    conn = draining.connection()
+    try:
+        reply = filter_call(conn)
+    finally:
+        conn.close()
+    assert reply.status == 200
+    assert reply.headers["connection"].lower() == "close"
