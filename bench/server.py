@@ -85,6 +85,9 @@ def serve(
         ",".join(str(r) for r in rules),
         "--snapshot",
         str(snapshot),
+        # stopped at once, no load balancer to drain from (a flag in `flags` wins)
+        "--shutdown-delay",
+        "0",
         *flags,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYEXT_")}

@@ -194,6 +194,9 @@ POLICYEXT: Final = CommandTarget(
         f"127.0.0.1:{s.port}",
         "--workers",
         "1",
+        # stopped at once, no load balancer to drain from
+        "--shutdown-delay",
+        "0",
     ],
     ready_path="/readyz",
 )

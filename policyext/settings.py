@@ -42,6 +42,10 @@ DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
 # server/worker.py READ_TIMEOUT
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
+# seconds between SIGTERM and gunicorn's stop, answering while the load balancers take the
+# replica out (server/draining.py): kube-proxy needs a second or two after the endpoint
+# turns unready, a load balancer its health check's interval
+DEFAULT_SHUTDOWN_DELAY = 5.0
 # the schedulerName of a pod that names none: the pods /bind binds unless told otherwise
 DEFAULT_SCHEDULER_NAMES = ("default-scheduler",)
 
@@ -90,6 +94,8 @@ class Settings:
     bind_verb: bool = False
     # the spec.schedulerName of the pods /bind may bind (those of other schedulers: never)
     scheduler_names: list[str] = field(default_factory=lambda: list(DEFAULT_SCHEDULER_NAMES))
+    # the drain window on SIGTERM (0: stop accepting at once, gunicorn's own way)
+    shutdown_delay: float = DEFAULT_SHUTDOWN_DELAY
 
     def __post_init__(self) -> None:
         for flag, count in (
@@ -113,6 +119,11 @@ class Settings:
                 raise SettingsError(
                     f"{flag} must be a positive number of seconds, got {seconds}", usage=True
                 )
+        if not 0 <= self.shutdown_delay < float("inf"):
+            raise SettingsError(
+                f"--shutdown-delay must be 0 or more seconds, got {self.shutdown_delay}",
+                usage=True,
+            )
         if not 0 <= self.audit_events_per_second < float("inf"):
             raise SettingsError(
                 f"--audit-events-per-second must be 0 or more, got {self.audit_events_per_second}",

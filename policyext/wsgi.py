@@ -31,6 +31,7 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
+from policyext.server.draining import DrainFlag, DrainingArbiter
 from policyext.server.hotpath import DecisionLines
 from policyext.server.metrics import Metrics, count_refused
 from policyext.server.tls import TLSContexts, TLSFiles
@@ -39,6 +40,10 @@ from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
+
+# seconds the calls in flight have to finish once the drain window is over (gunicorn's
+# graceful_timeout); the chart's terminationGracePeriodSeconds exceeds it plus the window
+GRACEFUL_TIMEOUT = 10
 
 
 def configure_logging(level: str) -> None:
@@ -183,6 +188,8 @@ class Server(BaseApplication):  # type: ignore[misc]
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # made before the workers are forked: those forked during a drain read it
+        self.drain_flag = DrainFlag()
         super().__init__()
 
     def load_config(self) -> None:
@@ -194,6 +201,8 @@ class Server(BaseApplication):  # type: ignore[misc]
             "max_connections": s.max_connections,
             "ops_address": parse_address(s.ops_bind) if s.ops_bind else None,
             "tls_allow": frozenset(s.tls_client_allow),
+            "drain_flag": self.drain_flag,
+            "shutdown_delay": s.shutdown_delay,
         }
         config: dict[str, Any] = {
             "bind": [s.bind] + ([s.ops_bind] if s.ops_bind else []),
@@ -205,7 +214,8 @@ class Server(BaseApplication):  # type: ignore[misc]
             "threads": s.threads,
             "keepalive": 75,  # the scheduler keeps its connection open between pods
             "timeout": 30,
-            "graceful_timeout": 10,
+            # after the drain window (--shutdown-delay): the calls in flight finish
+            "graceful_timeout": GRACEFUL_TIMEOUT,
             "loglevel": s.log_level,
             "errorlog": "-",
             "accesslog": None,
@@ -232,6 +242,15 @@ class Server(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Flask:
         return build_app(self.settings)
+
+    def run(self) -> None:
+        """gunicorn's arbiter, with a drain window on SIGTERM (server/draining.py)."""
+        try:
+            DrainingArbiter(self, self.settings.shutdown_delay, self.drain_flag).run()
+        except RuntimeError as e:  # (as gunicorn reports a server that cannot start)
+            print(f"\nError: {e}\n", file=sys.stderr)
+            sys.stderr.flush()
+            sys.exit(1)
 
 
 def _child_exit(_server: object, worker: Any) -> None:

@@ -35,6 +35,7 @@ from policyext.settings import (
     DEFAULT_READ_TIMEOUT,
     DEFAULT_REQUEST_DEADLINE,
     DEFAULT_SCHEDULER_NAMES,
+    DEFAULT_SHUTDOWN_DELAY,
     Settings,
     SettingsError,
     number,
@@ -174,6 +175,15 @@ def register(commands: Commands) -> None:
         help="with a cluster: Events on pods an Audit filter would have kept off nodes, at "
         "most N a second per worker (0: none)",
     )
+    _env_flag(
+        parser,
+        "--shutdown-delay",
+        f"{DEFAULT_SHUTDOWN_DELAY:g}",
+        metavar="SECONDS",
+        help="on SIGTERM: /readyz answers 503 and every call is still answered (its "
+        "connection then closed) for this long, then in-flight calls finish and the server "
+        "exits (0: stop accepting at once)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -230,6 +240,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
         bind_verb=bool(args.bind_verb),
         scheduler_names=_scheduler_names(args.scheduler_name),
+        shutdown_delay=number(args.shutdown_delay, "--shutdown-delay"),
     )
 
 

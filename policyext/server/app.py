@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
 from policyext.policy.resources import LiveNodeSource
-from policyext.server import verbs, wire
+from policyext.server import draining, verbs, wire
 from policyext.server.binding import DEFAULT_SCHEDULER, Binder, BindVerb
 from policyext.server.hotpath import (
     OK_LABEL,
@@ -376,6 +376,9 @@ def _readiness(store: PolicyStore, source: LiveNodeSource | None) -> tuple[bool,
     status = store.status
     if status is not None and not status.ok:
         checks["lastReload"] = "failed"
+    if draining.active():  # SIGTERM: out of the load balancer's rotation, still answering
+        checks["shutdown"] = "draining"
+        ready = False
     return ready, {"ready": ready, "policyVersion": store.current.version, "checks": checks}
 
 

@@ -69,8 +69,10 @@ import errno
 import logging
 import os
 import selectors
+import signal
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -82,7 +84,7 @@ from gunicorn import http
 from gunicorn.sock import ssl_context
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
-from policyext.server import tls
+from policyext.server import draining, tls
 from policyext.server.direct import HeadLimits, Lane, PlainHeads, PlainPost, response, send_response
 from policyext.server.framing import Complete, Framer, Refusal
 from policyext.server.listeners import Listener, entered
@@ -188,6 +190,10 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
     tls_allow: frozenset[str] = frozenset()
     # the operations listener's TLS context (a client certificate optional)
     ops_tls: Callable[[], ssl.SSLContext] | None = None
+    # the shutdown's state shared with the arbiter, and its drain window (--shutdown-delay;
+    # server/draining.py)
+    drain_flag: draining.DrainFlag | None = None
+    shutdown_delay: float = 0.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -253,6 +259,47 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         ):
             return None
         return cast(Lane, lane)
+
+    # -- draining (server/draining.py)
+
+    def init_signals(self) -> None:
+        super().init_signals()
+        signal.signal(draining.DRAIN_SIGNAL, self._drain)
+        signal.siginterrupt(draining.DRAIN_SIGNAL, False)
+        if self.drain_flag is not None and self.drain_flag.draining:  # forked in the window
+            self._drain()
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: stop, when the arbiter's drain window is over (or there is none);
+        sent by anyone else before that (the whole process group signalled, a SIGHUP's
+        replacement of the workers), drain for the window on this worker's own clock
+        first."""
+        flag = self.drain_flag
+        if self.shutdown_delay <= 0 or flag is None or flag.stopping:
+            super().handle_exit(sig, frame)
+            return
+        if draining.active():
+            return  # the arbiter, or the timer of an earlier SIGTERM, ends the window
+        self._drain()
+        timer = threading.Timer(self.shutdown_delay, self._stop_draining)
+        timer.daemon = True
+        timer.start()
+
+    def _stop_draining(self) -> None:
+        self.alive = False  # (the event loop sees it within its 1 s turn)
+
+    def _drain(self, _signum: int = 0, _frame: Any = None) -> None:
+        """Drain from now on: /readyz answers 503, and every answer closes its connection
+        (gunicorn's own path, which closes when no more connections may stay alive), so
+        that a client that keeps its connection reconnects through the load balancer to a
+        ready replica. Nothing on the scheduling call's path looks at a flag: the lane is
+        closed by replacing its gate."""
+        if draining.active():
+            return
+        draining.start()
+        self.max_keepalived = 0
+        self._lane_open = _lane_closed  # type: ignore[method-assign]
+        log.info("draining: not ready, answering every call with Connection: close")
 
     # -- the event loop (main thread)
 
@@ -744,6 +791,12 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             req._expected_100_continue = False  # the event loop has sent it
             conn.continued = False
         return super().handle_request(req, conn)
+
+
+def _lane_closed() -> bool:
+    """The lane's gate while the worker drains: closed (gunicorn's path closes each
+    connection after its answer)."""
+    return False
 
 
 def _access_log_enabled(logger: Any, cfg: Any) -> bool:

@@ -13,7 +13,16 @@ from kubernetes_validate import utils as kubernetes_validate
 
 from policyext.cli import main as policyext_main
 from policyext.cli.config import extender_config
-from tests.chart.chart import CHART, CI_VALUES, FULLNAME, NAMESPACE, Chart, HelmError, Rendered
+from tests.chart.chart import (
+    CHART,
+    CI_VALUES,
+    FULLNAME,
+    NAMESPACE,
+    RELEASE,
+    Chart,
+    HelmError,
+    Rendered,
+)
 
 # The Kubernetes version the manifests are checked against: the e2e harness's.
 KUBERNETES_VERSION = "1.37"
@@ -104,17 +113,17 @@ LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election"
 @pytest.mark.parametrize(
     ("stem", "configmap", "bindings"),
     [
-        ("default", None, {EXTENDER_BINDING, *SECOND_SCHEDULER_BINDINGS}),
+        ("default", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
         ("extender", None, {EXTENDER_BINDING}),
         (
             "inline-policies",
             f"{FULLNAME}-policies",
-            {EXTENDER_BINDING, CONFIGMAP_BINDING, *SECOND_SCHEDULER_BINDINGS},
+            {EXTENDER_BINDING, CONFIGMAP_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS},
         ),
         (
             "existing-configmap",
             "scheduling-policies",
-            {EXTENDER_BINDING, CONFIGMAP_BINDING, *SECOND_SCHEDULER_BINDINGS},
+            {EXTENDER_BINDING, CONFIGMAP_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS},
         ),
         ("leader-election", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
     ],
@@ -205,9 +214,11 @@ def test_several_workers_share_their_metrics_in_an_empty_dir(
 
 
 def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart: Chart) -> None:
-    assert chart.render([_ci("default")]).deployment["spec"]["strategy"] == {"type": "Recreate"}
-    rolled = chart.render([_ci("leader-election")]).deployment["spec"]
-    assert "strategy" not in rolled
+    alone = ["replicaCount=1", "scheduler.leaderElection.enabled=false"]
+    assert chart.render([_ci("default")], alone).deployment["spec"]["strategy"] == {
+        "type": "Recreate"
+    }
+    assert chart.render([_ci("leader-election")]).deployment["spec"]["strategy"] == ROLLED
     assert (
         chart.render([_ci("leader-election")]).get("PodDisruptionBudget", FULLNAME)["spec"][
             "minAvailable"
@@ -216,12 +227,68 @@ def test_a_single_scheduler_without_leader_election_is_replaced_not_rolled(chart
     )
 
 
+# a new replica ready before an old one leaves
+ROLLED = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+SELECTOR = {"app.kubernetes.io/name": "policyext", "app.kubernetes.io/instance": RELEASE}
+
+
+@pytest.mark.parametrize("mode", ["scheduler", "extender"])
+def test_by_default_two_replicas_spread_over_nodes_and_zones_roll_under_a_budget(
+    chart: Chart, mode: str
+) -> None:
+    sets = ["mode=extender", "networkPolicy.enabled=false"] if mode == "extender" else []
+    rendered = chart.render([_ci("default")], sets)
+    spec = rendered.deployment["spec"]
+    assert spec["replicas"] == 2
+    assert spec["strategy"] == ROLLED
+    assert rendered.get("PodDisruptionBudget", FULLNAME)["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": SELECTOR},
+    }
+    spread = {
+        (c["topologyKey"], c["whenUnsatisfiable"]): c
+        for c in spec["template"]["spec"]["topologySpreadConstraints"]
+    }
+    assert set(spread) == {
+        ("kubernetes.io/hostname", "DoNotSchedule"),
+        ("topology.kubernetes.io/zone", "ScheduleAnyway"),
+    }
+    for constraint in spread.values():
+        assert constraint["maxSkew"] == 1
+        assert constraint["labelSelector"] == {"matchLabels": SELECTOR}
+    assert spread["kubernetes.io/hostname", "DoNotSchedule"]["nodeTaintsPolicy"] == "Honor"
+    if mode == "scheduler":
+        assert rendered.scheduler_config()["leaderElection"]["leaderElect"] is True
+
+
+def test_the_replicas_spread_as_told_or_not_at_all(chart: Chart) -> None:
+    constraints = chart.render([_ci("leader-election")]).pod_spec["topologySpreadConstraints"]
+    assert [c["whenUnsatisfiable"] for c in constraints] == ["ScheduleAnyway"]  # the file's
+    unspread = chart.render([_ci("default")], ["spreadReplicas=false"]).pod_spec
+    assert "topologySpreadConstraints" not in unspread
+
+
+@pytest.mark.parametrize(("delay", "grace"), [(10, 30), (0, 11), (50, 61)])
+def test_the_extender_drains_within_the_grace_period_without_a_pre_stop_hook(
+    chart: Chart, delay: int, grace: int
+) -> None:
+    rendered = chart.render(
+        [_ci("default")],
+        [f"extender.shutdownDelaySeconds={delay}", f"terminationGracePeriodSeconds={grace}"],
+    )
+    assert rendered.pod_spec["terminationGracePeriodSeconds"] == grace
+    extender = rendered.container("extender")
+    assert f"--shutdown-delay={delay}" in extender["args"]
+    assert "lifecycle" not in extender
+
+
 # --------------------------------------------------------------------------- the extender
 
 
 SERVE = ["--in-cluster", "--bind=127.0.0.1:8888", "--ops-bind=0.0.0.0:8889", "--introspection=off"]
 WORKERS = ["--workers=1", "--threads=4", "--log-level=info", "--request-deadline=3.75"]
 AUDIT = "--audit-events-per-second=5"
+SHUTDOWN = "--shutdown-delay=10"
 MOUNTED = "--rules=/etc/policyext/rules"
 EXTENDER_SERVE = ["--in-cluster", "--bind=0.0.0.0:8888", *SERVE[2:]]
 CLIENT_CERTS = [
@@ -235,14 +302,26 @@ CLIENT_CERTS = [
 @pytest.mark.parametrize(
     ("stem", "args"),
     [
-        ("default", [*SERVE, MOUNTED, *WORKERS, AUDIT]),
+        ("default", [*SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN]),
         (
             "inline-policies",
-            [*SERVE, f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies", *WORKERS, AUDIT],
+            [
+                *SERVE,
+                f"--rules-configmap={NAMESPACE}/{FULLNAME}-policies",
+                *WORKERS,
+                AUDIT,
+                SHUTDOWN,
+            ],
         ),
         (
             "existing-configmap",
-            [*SERVE, f"--rules-configmap={NAMESPACE}/scheduling-policies", *WORKERS, AUDIT],
+            [
+                *SERVE,
+                f"--rules-configmap={NAMESPACE}/scheduling-policies",
+                *WORKERS,
+                AUDIT,
+                SHUTDOWN,
+            ],
         ),
         (
             "extender",
@@ -252,15 +331,16 @@ CLIENT_CERTS = [
                 *WORKERS[:3],
                 "--request-deadline=1.5",
                 AUDIT,
+                SHUTDOWN,
                 "--bind-verb",
                 "--scheduler-name=default-scheduler",
                 "--url-prefix=/policyext",
                 *CLIENT_CERTS,
             ],
         ),
-        ("tls-secret", [*EXTENDER_SERVE, MOUNTED, *WORKERS, AUDIT, *CLIENT_CERTS]),
-        ("tls-cert-manager", [*SERVE, MOUNTED, *WORKERS, AUDIT, *CLIENT_CERTS]),
-        ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:], AUDIT]),
+        ("tls-secret", [*EXTENDER_SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
+        ("tls-cert-manager", [*SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
+        ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:], AUDIT, SHUTDOWN]),
     ],
 )
 def test_the_extender_is_served_with_the_policy_and_tls_flags(

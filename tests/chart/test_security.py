@@ -246,6 +246,7 @@ def test_kube_schedulers_service_account_keeps_what_a_second_scheduler_needs(cha
         "system:kube-scheduler",
         "system:volume-scheduler",
         "extension-apiserver-authentication-reader",
+        f"{FULLNAME}-leader-election",
     }
 
 

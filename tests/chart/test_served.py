@@ -128,6 +128,8 @@ def _local(args: list[str], certs: Path, verbs: int, ops: int) -> list[str]:
             local.append(f"--ops-bind=127.0.0.1:{ops}")
         elif flag == "--rules":
             local.append(f"--rules={RULES}")
+        elif flag == "--shutdown-delay":
+            local.append("--shutdown-delay=0")  # (no load balancer to drain from here)
         else:
             local.append(arg.replace(TLS_DIR, str(certs / "server")))
     return local

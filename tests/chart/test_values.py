@@ -42,9 +42,15 @@ CONTROL_PLANE = "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"
         (["podSecurityContext.runAsUser=0"], "at '/podSecurityContext/runAsUser': minimum"),
         (["tls.certManager.issuerRef.kind=Vault"], "at '/tls/certManager/issuerRef/kind'"),
         (
-            ["replicaCount=2"],
+            ["scheduler.leaderElection.enabled=false"],
             "replicaCount is 2 but scheduler.leaderElection.enabled is false",
         ),
+        (
+            ["terminationGracePeriodSeconds=20"],
+            "terminationGracePeriodSeconds is 20 but the extender drains for "
+            "extender.shutdownDelaySeconds (10 s) and then gives its calls in flight 10 s",
+        ),
+        (["extender.shutdownDelaySeconds=-1"], "at '/extender/shutdownDelaySeconds': minimum"),
         (
             ["policies.mount=false"],
             "policies.mount and policies.watch are both false",
@@ -117,6 +123,7 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
     "sets",
     [
         ["replicaCount=2", "scheduler.leaderElection.enabled=true"],
+        ["replicaCount=1", "scheduler.leaderElection.enabled=false"],
         ["mode=extender", "replicaCount=3", "networkPolicy.enabled=false"],
         ["policies.mount=false", "policies.watch=true"],
         ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],

@@ -88,16 +88,25 @@ class Extender:
         name: str = "policyext",
         args: Sequence[str] = (),
         binds_for: str | None = None,
+        ops: bool = False,
     ) -> None:
         """`binds_for`: the schedulerName of the pods it binds (`--bind-verb
-        --scheduler-name`, what `scheduler_config` with `bind` needs); None: it binds none."""
+        --scheduler-name`, what `scheduler_config` with `bind` needs); None: it binds none.
+        `ops`: the operations endpoints on a listener of their own (`--ops-bind`, at
+        `ops_url`), as the chart runs it."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.ops_port = free_port() if ops else self.port
+        self.ops_url = f"http://127.0.0.1:{self.ops_port}"
         argv = ["serve", "--kubeconfig", str(kubeconfig), "--bind", f"127.0.0.1:{self.port}"]
+        if ops:
+            argv += ["--ops-bind", f"127.0.0.1:{self.ops_port}"]
         for path in rules:
             argv += ["--rules", str(path)]
         if binds_for is not None:
             argv += ["--bind-verb", "--scheduler-name", binds_for]
+        # stopped at once (a test of the drain window gives --shutdown-delay in `args`)
+        argv += ["--shutdown-delay", "0"]
         self.component = Component(
             name, policyext_argv(*argv, *args), control_plane.logdir / f"{name}.log"
         )
@@ -119,11 +128,13 @@ class Extender:
         self.component.stop(grace=0)
 
     def get(self, path: str) -> tuple[int, Json | str]:
-        return self._call(urllib.request.Request(self.url + path))
+        """A GET: every one is of an operations endpoint."""
+        return self._call(urllib.request.Request(self.ops_url + path))
 
     def post(self, path: str, body: Json) -> tuple[int, Json | str]:
+        base = self.ops_url if path == "/explain" else self.url
         request = urllib.request.Request(
-            self.url + path,
+            base + path,
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )

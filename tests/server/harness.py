@@ -250,7 +250,9 @@ def _launch(
         command += ["--snapshot", str(snapshot)]
     if ops_port is not None:
         command += ["--ops-bind", f"127.0.0.1:{ops_port}"]
-    command += list(flags)
+    # stopped at once at the end of a test (the drain window is tested on its own, with
+    # the flag given again in `flags`, which wins)
+    command += ["--shutdown-delay", "0", *flags]
     environment = clean_environment({"XDG_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)})
     environment.update(env or {})
     with (workdir / "stdout.log").open("wb") as out, (workdir / "stderr.log").open("wb") as err:
