@@ -89,6 +89,26 @@ def _closed_by_server(conn: socket.socket) -> bool:
         return True
 
 
+def _held_by_server(port: int) -> int:
+    """The connections the server still holds on `port` (its side established, or closed
+    by the client and not yet by the server), from the kernel's table."""
+    held = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local_port = int(fields[1].rsplit(":", 1)[1], 16)
+                if local_port == port and fields[3] in ("01", "08"):  # ESTABLISHED, CLOSE_WAIT
+                    held += 1
+    return held
+
+
+def _quiet(server: ExtenderServer) -> None:
+    """Wait until the server holds no connection: those of its start-up probes and of the
+    tests before would otherwise count against the cap while it has not seen them close."""
+    _until(lambda: _held_by_server(server.port) == 0, "the server holds no connection")
+
+
 def _rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -127,9 +147,12 @@ def capped(serve: ServerFactory) -> ExtenderServer:
 def test_past_the_connection_cap_the_oldest_idle_connection_is_closed_first(
     capped: ExtenderServer,
 ) -> None:
-    kept = [_connect(capped) for _ in range(4)]
+    _quiet(capped)
+    kept: list[socket.socket] = []
     try:
-        for conn in kept:  # each answered, then idle, the first the longest
+        for _ in range(4):  # each answered, then idle, the first the longest
+            conn = _connect(capped)
+            kept.append(conn)
             conn.sendall(HEALTHZ)
             assert _answer(conn)[0] == 200
         newcomer = _connect(capped)
@@ -145,12 +168,18 @@ def test_past_the_connection_cap_the_oldest_idle_connection_is_closed_first(
 
 
 def test_at_the_cap_with_no_idle_connection_a_new_one_is_refused_at_once(
-    capped: ExtenderServer,
+    serve: ServerFactory,
 ) -> None:
-    # four requests whose bodies are awaited (the server says so: 100 Continue): none idle
-    busy = [_connect(capped) for _ in range(4)]
+    # a server of its own, left by every other connection (see _quiet)
+    capped = serve("--max-connections", "4")
+    _quiet(capped)
+    # four requests whose bodies are awaited (the server says so: 100 Continue), each busy
+    # before the next connects: at no accept is one of them idle, to be closed for room
+    busy: list[socket.socket] = []
     try:
-        for conn in busy:
+        for _ in range(4):
+            conn = _connect(capped)
+            busy.append(conn)
             conn.sendall(
                 b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: 100\r\nExpect: 100-continue\r\n\r\n"
