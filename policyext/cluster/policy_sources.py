@@ -137,10 +137,13 @@ class PolicySources:
                 _policy_name(n) for n in chosen if n not in self._good
             }
             if not newer:
-                raise
+                raise PolicyError([*refused, *e.issues]) from e
             refused.extend(i for i in e.issues if i.policy in newer)
             chosen = {n: t for n, t in chosen.items() if _policy_name(n) not in newer}
-            policy_set = load_policies(self.paths, texts | chosen)
+            try:
+                policy_set = load_policies(self.paths, texts | chosen)
+            except PolicyError as again:
+                raise PolicyError([*refused, *again.issues]) from again
         self._good = chosen
         return PartialSet(policy_set, tuple(refused))
 

@@ -220,6 +220,22 @@ def test_a_file_taking_the_name_of_a_served_object_rejects_the_whole_reload(
     assert any("duplicate policy name" in str(i) for i in store.status.issues)
 
 
+def test_a_broken_file_rejects_the_whole_reload_and_names_the_refused_objects_too(
+    tmp_path: Path,
+) -> None:
+    src, store = _sources([str(tmp_path)])
+    src.objects_changed(_listed(A))
+    good = store.current
+    (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    src.objects_changed(_listed(_broken("a"), B))
+    assert store.current is good
+    assert store.status is not None and not store.status.ok and not store.status.partial
+    assert sorted(str(i).split(":")[0] for i in store.status.issues) == [
+        str(tmp_path / "broken.yaml"),
+        "schedulingpolicy/a",
+    ]
+
+
 def test_a_value_the_object_holds_twice_is_written_out_twice_not_as_an_alias() -> None:
     shared = {"key": "tier", "operator": "In", "values": ["a"]}
     obj = policy_object(rejecting("a", "spot"))
