@@ -1,7 +1,10 @@
 """PolicyStore: the policy set being served, swapped atomically on reload.
 
 A reload validates the whole new set first; a set with any issue is never served, the last
-good set keeps serving, and the failure is kept for the status endpoints and metrics.
+good set keeps serving, and the failure is kept for the status endpoints and metrics. A
+loader may instead return a PartialSet: a valid set built without some parts of its source
+(the SchedulingPolicy objects that do not load, each replaced by its last good text). It is
+served, and the reload is still recorded as failed, with the refused parts' issues.
 """
 
 from __future__ import annotations
@@ -17,8 +20,18 @@ from policyext.policy.model import Issue, PolicyError
 
 log = logging.getLogger("policyext.reload")
 
-Loader = Callable[[], PolicySet]
 Listener = Callable[["ReloadStatus"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PartialSet:
+    """A valid set, and the issues of the parts of the source that were left out of it."""
+
+    policies: PolicySet
+    refused: tuple[Issue, ...]
+
+
+Loader = Callable[[], PolicySet | PartialSet]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +44,7 @@ class ReloadStatus:
     source: str  # where the attempted policies came from
     issues: tuple[Issue, ...] = ()
     error: str | None = None  # a failure to read the source (I/O, API)
+    partial: bool = False  # failed, yet a set without the refused parts was swapped in
 
 
 @dataclass
@@ -55,7 +69,7 @@ class PolicyStore:
         """Build a new set with `load`; swap it in only when it is valid."""
         with self._lock:
             try:
-                policy_set = load()
+                loaded = load()
             except PolicyError as e:
                 return self._failed(source, tuple(e.issues), None)
             except (OSError, ValueError) as e:
@@ -65,10 +79,18 @@ class PolicyStore:
                 # is a rejected reload (and the metric and alert of one), not a dead worker
                 log.error("loading the policies from %s failed", source, exc_info=True)
                 return self._failed(source, (), unexpected_failure(e))
+            partial = loaded if isinstance(loaded, PartialSet) else PartialSet(loaded, ())
+            policy_set, refused = partial.policies, partial.refused
             self.current = policy_set
             self.loaded = True
-            self.reloads_ok += 1
-            self.status = ReloadStatus(True, time.time(), policy_set.version, source)
+            if refused:
+                self.reloads_failed += 1
+                self.status = ReloadStatus(
+                    False, time.time(), policy_set.version, source, refused, partial=True
+                )
+            else:
+                self.reloads_ok += 1
+                self.status = ReloadStatus(True, time.time(), policy_set.version, source)
             return self._announce(self.status)
 
     def fail(self, source: str, error: str) -> ReloadStatus:

@@ -141,7 +141,17 @@ def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> Non
                 status.source,
             )
         return
-    log.error("policies from %s rejected; version %s keeps serving", status.source, status.version)
+    if status.partial:
+        log.error(
+            "policies from %s refused in part (each keeps its last good text, if any);"
+            " serving policy version %s",
+            status.source,
+            status.version,
+        )
+    else:
+        log.error(
+            "policies from %s rejected; version %s keeps serving", status.source, status.version
+        )
     for issue in status.issues:
         log.error("%s", issue)
     if status.error:

@@ -6,6 +6,15 @@ one keeps the last good set serving. A ConfigMap that is expected but not (yet) 
 no partial set: the policies are not loaded until it is, and a deleted one leaves the last
 good set serving while the status says what happened. The same holds for the
 SchedulingPolicy objects: none are loaded until they have been listed once.
+
+The SchedulingPolicy objects are the exception to the whole-set rule, as each has its own
+author: an object that does not load on its own (schema, CEL, its own problems) is refused
+and replaced by its last good text (the last text of that object that was served; an object
+never served is left out), so one object's bad generation never blocks another's update. A
+new object whose policy name is already taken by a file or a ConfigMap key is refused too
+(the newer one gives way); when a file or ConfigMap key takes the name of an object already
+served, the whole reload is rejected as before. Such a reload serves the new set and is
+still recorded as failed (PartialSet), naming the refused objects.
 """
 
 from __future__ import annotations
@@ -14,9 +23,10 @@ import threading
 from collections.abc import Sequence
 
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapState, PolicyEvents
-from policyext.cluster.rules_crd import RESOURCE, PolicyObjects
+from policyext.cluster.rules_crd import RESOURCE, TEXT_PREFIX, PolicyObjects
 from policyext.policy.compile import load_policies
-from policyext.store import PolicyStore, ReloadStatus
+from policyext.policy.model import Issue, PolicyError
+from policyext.store import PartialSet, PolicyStore, ReloadStatus
 
 EVENT_ISSUES = 5
 
@@ -38,6 +48,7 @@ class PolicySources:
         self.objects = objects  # the SchedulingPolicy objects too (--rules-crd)
         self._state: ConfigMapState | None = None
         self._objects: PolicyObjects | None = None
+        self._good: dict[str, str] = {}  # each served object's last text that loaded
         self._lock = threading.Lock()  # one reload at a time, whoever noticed the change
 
     def describe(self) -> str:
@@ -98,9 +109,57 @@ class PolicySources:
                 )
                 return self.store.fail(self.describe(), f"ConfigMap {self.configmap} {what}{keeps}")
         texts = state.texts if state is not None else {}
-        if self._objects is not None:
-            texts = texts | self._objects.texts
-        return self.store.reload(lambda: load_policies(self.paths, texts), self.describe())
+        if self._objects is None:
+            return self.store.reload(lambda: load_policies(self.paths, texts), self.describe())
+        listed = self._objects.texts
+        return self.store.reload(lambda: self._load_with_objects(texts, listed), self.describe())
+
+    def _load_with_objects(self, texts: dict[str, str], listed: dict[str, str]) -> PartialSet:
+        """The set of the files, the ConfigMap's texts and every object that loads, each
+        refused object replaced by its last good text. Raises PolicyError when the rest
+        does not load: then nothing is served from this reload, as for the other sources."""
+        chosen: dict[str, str] = {}
+        refused: list[Issue] = []
+        for name, text in listed.items():
+            issues = () if self._good.get(name) == text else _own_issues(name, text)
+            if not issues:
+                chosen[name] = text
+                continue
+            refused.extend(issues)
+            if name in self._good:
+                chosen[name] = self._good[name]
+        try:
+            policy_set = load_policies(self.paths, texts | chosen)
+        except PolicyError as e:
+            # what remains is between sources: a new object whose policy name is taken
+            # gives way; anything else rejects the whole reload
+            newer = {i.policy for i in e.issues} & {
+                _policy_name(n) for n in chosen if n not in self._good
+            }
+            if not newer:
+                raise PolicyError([*refused, *e.issues]) from e
+            refused.extend(i for i in e.issues if i.policy in newer)
+            chosen = {n: t for n, t in chosen.items() if _policy_name(n) not in newer}
+            try:
+                policy_set = load_policies(self.paths, texts | chosen)
+            except PolicyError as again:
+                raise PolicyError([*refused, *again.issues]) from again
+        self._good = chosen
+        return PartialSet(policy_set, tuple(refused))
+
+
+def _own_issues(name: str, text: str) -> tuple[Issue, ...]:
+    """What is wrong with one object's text on its own (none when it loads alone)."""
+    try:
+        load_policies([], {name: text})
+    except PolicyError as e:
+        return tuple(e.issues)
+    return ()
+
+
+def _policy_name(text_name: str) -> str:
+    """An object's policy is named as the object (rules_crd.policy_text)."""
+    return text_name.removeprefix(TEXT_PREFIX)
 
 
 def event_message(status: ReloadStatus) -> str:

@@ -310,8 +310,9 @@ def _served(extender: Extender) -> Json:
 def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
     policies: KubeClient, control_plane: ControlPlane
 ) -> None:
-    """`policyext serve --rules-crd`: the objects are the policy set, reloaded whole on every
-    change of a spec; a broken one keeps the last good set serving and names the object."""
+    """`policyext serve --rules-crd`: the objects are the policy set, reloaded on every
+    change of a spec; a broken one keeps its last good generation serving, names the object,
+    and blocks no other object's update."""
     spot, cpu = (
         yaml.safe_load((RULES / f).read_text())
         for f in ("critical-off-spot.yaml", "most-free-cpu.yaml")
@@ -348,7 +349,23 @@ def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
 
         last = eventually(rejected)
         assert last["errors"][0].startswith("schedulingpolicy/most-free-cpu:")
-        assert len(_served(extender)["policies"]) == 2  # the last good set
+        assert len(_served(extender)["policies"]) == 2  # its last good generation
+
+        renamed = copy.deepcopy(spot)
+        renamed["spec"]["filters"][0]["name"] = "off-spot"
+        current = policies.get(f"{POLICIES}/critical-off-spot")["metadata"]
+        policies.request("PUT", f"{POLICIES}/critical-off-spot", renamed | {"metadata": current})
+
+        def filters() -> dict[str, list[str]]:
+            return {
+                p["name"]: [f["name"] for f in p["filters"]] for p in _served(extender)["policies"]
+            }
+
+        eventually(lambda: filters()["critical-off-spot"] == ["off-spot"])
+        assert sorted(filters()) == ["critical-off-spot", "most-free-cpu"]
+        last = _served(extender)["lastReload"]
+        assert not last["ok"] and last["version"] == _served(extender)["version"]
+        assert [e.split(":")[0] for e in last["errors"]] == ["schedulingpolicy/most-free-cpu"]
 
         policies.delete(f"{POLICIES}/most-free-cpu")
         eventually(
