@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from kubernetes import client as k8s
 
-from policyext.cluster.watch import Json, Reflector
+from policyext.cluster.watch import Json, ReflectedSource, Reflector
 from policyext.policy.loader import POLICY_SUFFIXES
 
 log = logging.getLogger("policyext.reload")
@@ -79,7 +79,7 @@ def policy_texts(ref: ConfigMapRef, obj: Json) -> dict[str, str]:
     }
 
 
-class ConfigMapWatch:
+class ConfigMapWatch(ReflectedSource):
     """Keeps the latest state of one ConfigMap and reports every change of its content."""
 
     def __init__(
@@ -91,12 +91,11 @@ class ConfigMapWatch:
         on_problem: OnProblem | None = None,
         watch_timeout: int = 300,
     ) -> None:
+        super().__init__(f"ConfigMap {ref}", on_problem)
         self.ref = ref
         self.on_change = on_change
-        self.on_problem = on_problem
         self.state: ConfigMapState | None = None  # None until the first list
         self._lock = threading.Lock()
-        self._problem = ""
         core = k8s.CoreV1Api(api)
         list_one = functools.partial(
             core.list_namespaced_config_map,
@@ -111,25 +110,8 @@ class ConfigMapWatch:
             on_error=self._failed,
         )
 
-    def start(self) -> None:
-        self._reflector.start()
-
-    def stop(self) -> None:
-        self._reflector.stop()
-
-    def synced(self) -> bool:
-        return self._reflector.synced.is_set()
-
     def wait_synced(self, timeout: float) -> bool:
         return self._reflector.synced.wait(timeout)
-
-    def _failed(self, description: str) -> None:
-        """Before the first list, a failure is why no policies are served: say it (once per
-        distinct failure). Later ones only delay updates; the reflector logs them."""
-        if self.synced() or self.on_problem is None or description == self._problem:
-            return
-        self._problem = description
-        self.on_problem(f"cannot read ConfigMap {self.ref}: {description}")
 
     def _update(self, obj: Json | None) -> None:
         with self._lock:

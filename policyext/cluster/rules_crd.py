@@ -19,7 +19,7 @@ from typing import Final
 import yaml
 from kubernetes import client as k8s
 
-from policyext.cluster.watch import Json, Reflector
+from policyext.cluster.watch import Json, ReflectedSource, Reflector
 
 GROUP: Final = "policyext.io"
 VERSION: Final = "v1alpha1"
@@ -61,7 +61,7 @@ def policy_text(obj: Json) -> str:
     return yaml.dump(authored, Dumper=_Dumper, sort_keys=True)
 
 
-class PolicyObjectsWatch:
+class PolicyObjectsWatch(ReflectedSource):
     """Keeps every SchedulingPolicy and reports each change of what their authors wrote."""
 
     def __init__(
@@ -72,34 +72,16 @@ class PolicyObjectsWatch:
         on_problem: OnProblem | None = None,
         watch_timeout: int = 300,
     ) -> None:
+        super().__init__(RESOURCE, on_problem)
         self.on_change = on_change
-        self.on_problem = on_problem
         self.state: PolicyObjects | None = None  # None until the first list
         self._objects: dict[str, Json] = {}
         self._lock = threading.Lock()
-        self._problem = ""
         custom = k8s.CustomObjectsApi(api)
         list_all = functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
         self._reflector = Reflector(
             RESOURCE, list_all, _Handler(self), watch_timeout=watch_timeout, on_error=self._failed
         )
-
-    def start(self) -> None:
-        self._reflector.start()
-
-    def stop(self) -> None:
-        self._reflector.stop()
-
-    def synced(self) -> bool:
-        return self._reflector.synced.is_set()
-
-    def _failed(self, description: str) -> None:
-        """Before the first list, a failure (the CRD not installed, RBAC) is why no policies
-        are served: say it, once per distinct failure. Later ones only delay updates."""
-        if self.synced() or self.on_problem is None or description == self._problem:
-            return
-        self._problem = description
-        self.on_problem(f"cannot read {RESOURCE}: {description}")
 
     def _replace(self, items: list[Json]) -> None:
         with self._lock:

@@ -274,3 +274,33 @@ def _describe(error: Exception) -> str:
     if isinstance(error, ApiException):
         return f"HTTP {error.status} {error.reason}"
     return f"{type(error).__name__}: {error}"
+
+
+class ReflectedSource:
+    """A policy source kept by one Reflector (set by the subclass as `_reflector`, with
+    `_failed` as its `on_error`): started, stopped and synced with it. Before the first
+    list a failure (RBAC, a resource not installed, the API down) is why the source has
+    nothing to give: `on_problem` hears each distinct one once. Later ones only delay
+    updates (the reflector logs them)."""
+
+    _reflector: Reflector
+
+    def __init__(self, what: str, on_problem: Callable[[str], None] | None) -> None:
+        self.on_problem = on_problem
+        self._what = what
+        self._problem = ""
+
+    def start(self) -> None:
+        self._reflector.start()
+
+    def stop(self) -> None:
+        self._reflector.stop()
+
+    def synced(self) -> bool:
+        return self._reflector.synced.is_set()
+
+    def _failed(self, description: str) -> None:
+        if self.synced() or self.on_problem is None or description == self._problem:
+            return
+        self._problem = description
+        self.on_problem(f"cannot read {self._what}: {description}")
