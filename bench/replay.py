@@ -9,7 +9,7 @@ time of each part per pod (process time, the median of the repetitions), and how
 replies differ from those kube-scheduler got live. `--sweep MB` writes over that much
 memory before each step, outside the timing: live, the scheduler, the API server and etcd
 run between two calls and leave the caches cold, and a call costs two to three times what
-it costs back to back (docs/architecture.md, "Why it is fast").
+it costs back to back (docs/performance.md).
 
 `--instructions` counts instead of timing: the replay runs twice under valgrind's
 cachegrind (without its cache simulation), once for the first fifth of the steps and once

@@ -158,8 +158,8 @@ def render_markdown(run: Run) -> str:
         " the virtual environment: `make bench PYTHON=... VENV=...` picks another), with what it"
         " says of its build. The image's base, `python:3.11-slim`, is built with profile-guided"
         " and link-time optimisation; a plain build (no optimisation, a shared libpython) runs"
-        ' the same calls about a tenth slower: docs/architecture.md, "Why it is fast", has'
-        " both measured side by side.\n"
+        " the same calls about a tenth slower: docs/performance.md has both measured side by"
+        " side.\n"
     )
     out.extend(_workload_section(run))
     out.extend(_distinct_section(run))
@@ -229,7 +229,7 @@ def _distinct_section(run: Run) -> list[str]:
         " nodes that passed, in the order the filter reply gave them. Between the two the"
         " client checks the filter reply, where kube-scheduler runs its own score plugins:"
         " policyext works out the prioritize reply it expects in that time (docs/"
-        'architecture.md, "prioritize worked out while the scheduler scores"), so its'
+        'performance.md, "prioritize worked out while the scheduler scores"), so its'
         " prioritize figure is mostly the round trip, and the scoring, the same work as"
         " before, is done off both calls' latency (its CPU counts in the throughput"
         " benchmark's CPU per pod). kube-scheduler does not"
