@@ -124,8 +124,9 @@ class CacheCollector(Collector):
 
 
 def count_refused(app: object, status: int) -> None:
-    """One request the HTTP server refused before the application saw it (server/worker.py's
-    framing, gunicorn's parser in wsgi.py), counted in the Metrics of the worker's app."""
+    """One request the HTTP server refused before the application saw it (the worker's
+    framing or gunicorn's parser, server/transport/worker.py), counted in the Metrics of the
+    worker's app."""
     metrics = getattr(app, "extensions", {}).get("policyext.metrics")
     if isinstance(metrics, Metrics):
         metrics.count_refused(status)
