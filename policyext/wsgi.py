@@ -30,8 +30,8 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
+from policyext.server.decisions import DecisionLines
 from policyext.server.draining import DrainFlag, DrainingArbiter
-from policyext.server.hotpath import DecisionLines
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.transport.worker import OPS_MAX_CONNECTIONS, JsonErrorWorker
