@@ -88,8 +88,9 @@ def create_app(
     _serve_each_view_on_its_listener(app, options)
     _answer_errors(app, metrics, options)
     _carry_plain_calls_around_flask(app, verbs, prefix, options)
-    # for what answers outside the application (the HTTP server's refusals, wsgi.py)
-    app.extensions["policyext.metrics"] = metrics
+    # what the HTTP server refuses before the application sees it, counted in its metrics
+    # (server/transport/worker.py)
+    app.extensions["policyext.refused"] = metrics.count_refused
     return app
 
 

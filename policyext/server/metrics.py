@@ -123,15 +123,6 @@ class CacheCollector(Collector):
         yield synced
 
 
-def count_refused(app: object, status: int) -> None:
-    """One request the HTTP server refused before the application saw it (the worker's
-    framing or gunicorn's parser, server/transport/worker.py), counted in the Metrics of the
-    worker's app."""
-    metrics = getattr(app, "extensions", {}).get("policyext.metrics")
-    if isinstance(metrics, Metrics):
-        metrics.count_refused(status)
-
-
 class AuditEventCounts(Protocol):
     """The Events a cluster adapter recorded about Audit findings (cluster.audit_events)."""
 

@@ -88,7 +88,6 @@ from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from policyext.server import draining, statuses, tls
 from policyext.server.listeners import Listener, entered
-from policyext.server.metrics import count_refused
 from policyext.server.statuses import Refused
 from policyext.server.transport.framing import Complete, Framer, Refusal
 from policyext.server.transport.plain import HeadLimits, Lane, PlainHeads, PlainPost
@@ -772,6 +771,15 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             req._expected_100_continue = False  # the event loop has sent it
             conn.continued = False
         return super().handle_request(req, conn)
+
+
+def count_refused(app: object, status: int) -> None:
+    """One request the HTTP server refused before the application saw it (the framing, a
+    limit, gunicorn's parser), counted by the application when it says how
+    (`app.extensions["policyext.refused"]`, its metrics)."""
+    count = getattr(app, "extensions", {}).get("policyext.refused")
+    if callable(count):
+        count(status)
 
 
 def _lane_closed() -> bool:
