@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
@@ -45,14 +45,11 @@ RUNNERS: dict[str, Runner] = {"filter": verbs.run_filter, "prioritize": verbs.ru
 VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
-class Answer(NamedTuple):
-    """A verb's answer: its status, its JSON body, and what counts and logs the decision
-    (to be called once the reply is sent; it does not count the status, which the
-    transport counts with every other response)."""
-
-    status: int
-    body: bytes
-    account: Callable[[], None]
+# a verb's answer: its status, its JSON body, and what counts and logs the decision (to be
+# called once the reply is sent; it does not count the status, which the transport counts
+# with every other response). A plain tuple: a NamedTuple's constructor is a Python call
+# more on every call kube-scheduler makes
+Answer = tuple[int, bytes, Callable[[], None]]
 
 
 # a verb's one function: the body, and whether the reply is sent before `account` is
@@ -125,7 +122,7 @@ class Verbs:
         except Exception as e:  # a bug: logged with its traceback, as Flask logs one
             log.exception("unexpected error answering %s %s", "POST", self.paths[verb])
             status = status_of(e)
-            return Answer(status, error_body(status, INTERNAL_ERROR), _nothing)
+            return status, error_body(status, INTERNAL_ERROR), _nothing
 
     def _scheduling(self, verb: str, data: bytes, sent_first: bool) -> Answer:
         """filter and prioritize: the calls kube-scheduler makes for every pod."""
@@ -157,7 +154,7 @@ class Verbs:
             if sent_first and passed is not None and pod is not None:
                 self._score_ahead(policies, data, pod, passed, result)
 
-        return Answer(OK, result.body, account)
+        return OK, result.body, account
 
     def _score_ahead(
         self,
@@ -210,7 +207,7 @@ class Verbs:
         def account() -> None:
             self.metrics.observe(verb, result.evaluation, result.nodes, seconds)
 
-        return Answer(OK, result.body, account)
+        return OK, result.body, account
 
 
 def _nothing() -> None:
