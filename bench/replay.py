@@ -1,7 +1,7 @@
 """`python -m bench.replay FILE`: a recorded round of the throughput benchmark, replayed in
 process (bench/recording.py says how one is recorded).
 
-Each call goes to the extender's direct lane (`HotVerbs.direct`, what the worker's event
+Each call goes to the extender's direct lane (`lanes.direct_lane`, what the worker's event
 loop calls) and its bookkeeping after the reply (with, after a filter reply, the
 prioritize reply worked out ahead), each bound pod to the node source's pod watch handler,
 in the recorded order, over a node source loaded with the recorded Nodes. Printed: the CPU
@@ -42,7 +42,9 @@ from bench import policy
 from bench.recording import Recording
 from policyext.cluster.cache import ClusterSource
 from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.server.hotpath import DecisionLines, HotVerbs
+from policyext.server.decisions import DecisionLines
+from policyext.server.entrance import Verbs
+from policyext.server.lanes import direct_lane, hot_paths
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 
@@ -75,7 +77,7 @@ def replay_once(
     source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
     source.replace("nodes", orjson.loads(orjson.dumps(recording.nodes)))
     source.replace("pods", [])
-    hot = HotVerbs(store, source, Metrics(), time.time_ns, MAX_BODY, "")
+    lane = direct_lane(Verbs(store, source, Metrics(), time.time_ns, ""), hot_paths(""), MAX_BODY)
     sweep = _sweeper(sweep_mb)
     clock = time.process_time
     result = Pass()
@@ -93,7 +95,7 @@ def replay_once(
         if verb not in ("filter", "prioritize"):
             continue  # (bind and preempt go to threads or to Flask, not to the lane)
         started = clock()
-        answer = hot.direct(path, step["body"])
+        answer = lane(path, step["body"])
         answered = clock()
         if answer is None:
             raise ValueError(f"the direct lane declined a recorded call to {path}")

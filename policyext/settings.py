@@ -39,7 +39,7 @@ BUFFERED_BODIES = 4
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_REQUEST_DEADLINE = 3.0
 DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
-# server/worker.py READ_TIMEOUT
+# server/transport/worker.py READ_TIMEOUT
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
 # seconds between SIGTERM and gunicorn's stop, answering while the load balancers take the

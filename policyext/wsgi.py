@@ -15,8 +15,7 @@ from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
-from gunicorn.http import errors as http_errors
-from gunicorn.util import parse_address, write_nonblock
+from gunicorn.util import parse_address
 from prometheus_client import multiprocess
 
 from policyext.cluster.audit_events import AuditEvents
@@ -31,11 +30,11 @@ from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.resources import LiveNodeSource
 from policyext.server.app import Binder, Options, create_app
+from policyext.server.decisions import DecisionLines
 from policyext.server.draining import DrainFlag, DrainingArbiter
-from policyext.server.hotpath import DecisionLines
-from policyext.server.metrics import Metrics, count_refused
+from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
-from policyext.server.worker import OPS_MAX_CONNECTIONS, FramingThreadWorker, json_refusal
+from policyext.server.transport.worker import OPS_MAX_CONNECTIONS, JsonErrorWorker
 from policyext.settings import Settings
 from policyext.store import PolicyStore, ReloadStatus
 
@@ -158,41 +157,6 @@ def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> Non
         log.error("%s", status.error)
 
 
-# requests gunicorn refuses before the application sees them, and the status of each
-_REFUSED: tuple[tuple[type[Exception], int, str], ...] = (
-    (http_errors.LimitRequestLine, 414, "URI Too Long"),
-    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large"),
-    (http_errors.InvalidRequestLine, 400, "Bad Request"),
-    (http_errors.InvalidRequestMethod, 400, "Bad Request"),
-    (http_errors.InvalidHTTPVersion, 400, "Bad Request"),
-    (http_errors.InvalidHeaderName, 400, "Bad Request"),
-    (http_errors.InvalidHeader, 400, "Bad Request"),
-    (http_errors.ObsoleteFolding, 400, "Bad Request"),
-    (http_errors.InvalidChunkSize, 400, "Bad Request"),
-    (http_errors.ChunkMissingTerminator, 400, "Bad Request"),
-)
-
-
-class JsonErrorWorker(FramingThreadWorker):
-    """gunicorn's gthread worker, reading requests whole in its event loop
-    (server/worker.py), whose refusals of malformed HTTP (a request line or headers over
-    the limits, a bad header) are JSON errors like the application's, not gunicorn's HTML
-    page."""
-
-    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
-        refused = next((r for r in _REFUSED if isinstance(exc, r[0])), None)
-        if refused is None or isinstance(exc, http_errors.InvalidResponseHeader):
-            super().handle_error(req, client, addr, exc)
-            return
-        _, status, reason = refused
-        count_refused(self.wsgi, status)
-        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
-        try:
-            write_nonblock(client, json_refusal(status, reason, f"{reason.lower()}: {exc}"))
-        except OSError:
-            self.log.debug("Failed to send error message.")
-
-
 class Server(BaseApplication):  # type: ignore[misc]
     """gunicorn, configured from Settings rather than from its own command line."""
 
@@ -218,7 +182,7 @@ class Server(BaseApplication):  # type: ignore[misc]
             "bind": [s.bind] + ([s.ops_bind] if s.ops_bind else []),
             "workers": s.workers,
             # the worker (gthread reading requests whole before a thread sees them,
-            # server/worker.py) caps the connections of each listener itself: gunicorn's
+            # server/transport/worker.py) caps the connections of each listener itself: gunicorn's
             # cap, which stops every listener at once, is above their sum, never reached
             "worker_connections": s.max_connections + OPS_MAX_CONNECTIONS + 1,
             "threads": s.threads,

@@ -14,8 +14,9 @@ bind goes ahead only when
   engine as filter evaluates them.
 
 Every refusal is a reply with `Error` (the protocol's way: status 200), a log line and one
-count of `policyext_bind_refusals_total` by `reason` (one of REASONS). The direct lane and
-the Flask view both answer with `BindVerb.answer`.
+count of `policyext_bind_refusals_total` by `reason` (one of REASONS). The verb's one
+entrance (`Verbs.answer`, server/entrance.py) answers with `BindVerb.answer`, whichever
+lane or view carries the call.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which listener a request came in on, when `--ops-bind` gives the operations endpoints a
 listener of their own.
 
-The worker (server/worker.py) knows each connection's listener from its accept; the
+The worker (server/transport/worker.py) knows each connection's listener from its accept; the
 application answers by endpoint, after its routing. The worker says which listener a
 request came from by setting it for the thread that runs the application (`entered`),
 once per request that goes through the application (never on the direct lane: the lane

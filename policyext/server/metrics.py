@@ -123,14 +123,6 @@ class CacheCollector(Collector):
         yield synced
 
 
-def count_refused(app: object, status: int) -> None:
-    """One request the HTTP server refused before the application saw it (server/worker.py's
-    framing, gunicorn's parser in wsgi.py), counted in the Metrics of the worker's app."""
-    metrics = getattr(app, "extensions", {}).get("policyext.metrics")
-    if isinstance(metrics, Metrics):
-        metrics.count_refused(status)
-
-
 class AuditEventCounts(Protocol):
     """The Events a cluster adapter recorded about Audit findings (cluster.audit_events)."""
 

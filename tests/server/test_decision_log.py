@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from policyext.policy.compile import load_policy_set
-from policyext.server import hotpath, verbs
+from policyext.server import decisions, verbs
 from policyext.store import PolicyStore
 from tests.server.conftest import ServerFactory
 from tests.server.harness import FIXTURES, RULES, ExtenderServer
@@ -176,11 +176,11 @@ def test_the_decision_time_is_rfc3339_utc_to_the_millisecond_whenever_it_is_aske
 ) -> None:
     """utc_now formats each second once: every time it gives is still the plain formatting."""
     for now in moments:
-        monkeypatch.setattr(hotpath.time, "time", lambda now=now: now)
+        monkeypatch.setattr(decisions.time, "time", lambda now=now: now)
         plain = (
             time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
         )
-        assert hotpath.utc_now() == plain
+        assert decisions.utc_now() == plain
 
 
 class _Dropped(logging.Filter):
@@ -226,7 +226,7 @@ def test_a_decision_line_is_written_as_logging_would_write_it(
     filter or a level set on the way is obeyed."""
     out = io.StringIO()
     logger = logging.getLogger("policyext.decisions")
-    handler = hotpath.DecisionLines(out)
+    handler = decisions.DecisionLines(out)
     monkeypatch.setattr(logger, "handlers", [handler])
     monkeypatch.setattr(logger, "filters", [])
     monkeypatch.setattr(logger, "propagate", False)
@@ -234,7 +234,7 @@ def test_a_decision_line_is_written_as_logging_would_write_it(
     logger.manager._clear_cache()  # type: ignore[attr-defined]
     configure(logger, handler)
     result = verbs.VerbResult(b"{}", None, 3, pod="shop/web-1")
-    hotpath.log_decision("prioritize", PolicyStore(), result, 0.0125)
+    decisions.log_decision("prioritize", PolicyStore(), result, 0.0125)
     lines = out.getvalue().splitlines()
     if not written:
         assert lines == []

@@ -1,4 +1,4 @@
-"""The worker's direct lane (server/direct.py): a plain filter or prioritize call is answered
+"""The worker's direct lane (server/transport/plain.py): a plain filter or prioritize call is answered
 without gunicorn's parser, environ and Response, byte for byte as gunicorn answers it, with
 the same metrics and decision log; every other request is answered the usual way.
 
@@ -24,17 +24,11 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
-from policyext.server import direct
 from policyext.server.app import Options, create_app
-from policyext.server.direct import (
-    LARGE_REPLY,
-    HeadLimits,
-    PlainHeads,
-    plain_post,
-    response,
-    send_response,
-)
-from policyext.server.worker import IN_LOOP_BODY, FramingThreadWorker
+from policyext.server.transport import plain
+from policyext.server.transport.plain import HeadLimits, PlainHeads, plain_post
+from policyext.server.transport.responses import LARGE_REPLY, response, send_response
+from policyext.server.transport.worker import IN_LOOP_BODY, FramingThreadWorker
 from policyext.store import PolicyStore
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
@@ -508,7 +502,7 @@ def test_a_head_seen_before_but_for_its_content_length_is_not_read_line_by_line_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     heads = _heads("after other plain calls")
-    monkeypatch.setattr(direct, "plain_post", _not_called)
+    monkeypatch.setattr(plain, "plain_post", _not_called)
 
     for body in (b"{}", b"[" * 5000):
         found = heads.find(call("/filter", body))

@@ -1,4 +1,4 @@
-"""Where a request ends, found as its bytes arrive (server/framing.py): the table gives
+"""Where a request ends, found as its bytes arrive (server/transport/framing.py): the table gives
 whole requests, fed at once and one byte at a time, and what follows them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server.transport.framing import Complete, Framer, Refusal
 
 HEAD = b"POST /filter HTTP/1.1\r\nHost: x\r\n"
 

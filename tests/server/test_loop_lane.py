@@ -1,4 +1,4 @@
-"""The event loop answers a plain call itself (server/worker.py): no thread for a call
+"""The event loop answers a plain call itself (server/transport/worker.py): no thread for a call
 whose bytes are in memory, a thread for everything else, for a large body and for the rest
 of a reply the client is slow to take.
 
@@ -24,8 +24,8 @@ from gunicorn.config import Config
 from gunicorn.glogging import Logger
 from gunicorn.workers.gthread import ThreadWorker
 
-from policyext.server.direct import response
-from policyext.server.worker import IN_LOOP_BODY, FramingThreadWorker
+from policyext.server.transport.responses import response
+from policyext.server.transport.worker import IN_LOOP_BODY, FramingThreadWorker
 
 
 def call(path: str, body: bytes, extra: str = "") -> bytes:

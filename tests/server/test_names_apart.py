@@ -13,10 +13,11 @@ import pytest
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import load_policy_set
 from policyext.server import wire
-from policyext.server.hotpath import HotVerbs, extender_args
+from policyext.server.entrance import extender_args
 from policyext.server.metrics import Metrics
 from policyext.server.names import NamesApart, asking_about
 from policyext.store import PolicyStore
+from tests.server.entrances import InProcessVerbs
 from tests.server.harness import CLUSTER, RULES
 from tests.server.kube import fixture
 
@@ -166,7 +167,7 @@ def test_prioritize_is_given_the_list_the_filter_reply_named() -> None:
     policies = load_policy_set([RULES])
     store.reload(lambda: policies, "test")
     source = SnapshotSource.from_file(CLUSTER)
-    hot = HotVerbs(store, source, Metrics(), time.time_ns, 1 << 30, "")
+    hot = InProcessVerbs(store, source, Metrics(), time.time_ns, 1 << 30, "")
     nodes = ["general-a", "general-b", "general-c", "spot-c", "gpu-a", "payments-b"]
     pod = fixture("filter-names.request.json")["Pod"]
     reply = orjson.loads(hot.answer("filter", _go(pod, nodes)))

@@ -14,10 +14,10 @@ import pytest
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.rows import NodeRows
 from policyext.server import verbs, wire
-from policyext.server.hotpath import HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 from tests.policy.helpers import NOW, node, pod, policies, policy
+from tests.server.entrances import InProcessVerbs
 from tests.server.test_memo import MovingSource
 
 POLICY = policies(
@@ -94,7 +94,7 @@ def test_the_hot_path_refuses_a_repeat_after_a_reply_to_the_same_names_was_remem
 ) -> None:
     store = PolicyStore()
     store.reload(lambda: POLICY, "test")
-    hot = HotVerbs(store, MovingSource(NODES), Metrics(), time.time_ns, 1 << 30, "")
+    hot = InProcessVerbs(store, MovingSource(NODES), Metrics(), time.time_ns, 1 << 30, "")
     distinct = list(dict.fromkeys(names))
     for verb in ("filter", "prioritize"):
         body: dict[str, Any] = {"Pod": POD, "NodeNames": distinct, "Nodes": None}
@@ -111,7 +111,7 @@ def test_a_repeat_is_refused_after_the_same_distinct_names_were_checked_again_an
     are not checked twice; a list naming a node twice is never taken for them."""
     store = PolicyStore()
     store.reload(lambda: POLICY, "test")
-    hot = HotVerbs(store, MovingSource(NODES), Metrics(), time.time_ns, 1 << 30, "")
+    hot = InProcessVerbs(store, MovingSource(NODES), Metrics(), time.time_ns, 1 << 30, "")
     distinct = orjson.dumps({"Pod": POD, "Nodes": None, "NodeNames": list(dict.fromkeys(names))})
     repeated = orjson.dumps({"Pod": POD, "Nodes": None, "NodeNames": names})
     for _ in range(3):

@@ -4,8 +4,8 @@ nodes it passed are worked out for the prioritize call kube-scheduler makes next
 other call, or the same call once a node, a pod on it or the policies changed, is
 answered afresh.
 
-Through the lane entry the worker calls (`HotVerbs.direct`: the reply, then what runs once
-it is sent), beside a server without scores ahead (`HotVerbs.answer`) for the reference.
+Through the lane entry the worker calls (`lanes.direct_lane`: the reply, then what runs once
+it is sent), beside a server without scores ahead (`Verbs.answer`) for the reference.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from prometheus_client import CollectorRegistry
 from policyext.cluster.cache import ClusterSource
 from policyext.policy.compile import PolicySet, load_policy_texts
 from policyext.server import verbs
-from policyext.server.hotpath import HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 from tests.policy.helpers import NOW, node, pod, policy
+from tests.server.entrances import InProcessVerbs
 
 PLACEMENT = policy(
     "placement",
@@ -86,7 +86,7 @@ class Server:
 
     store: PolicyStore
     source: ClusterSource
-    hot: HotVerbs
+    hot: InProcessVerbs
     ahead: bool
     lines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -102,7 +102,9 @@ class Server:
 
     def reference(self, verb: str, body: bytes) -> bytes:
         """The reply of a server without scores ahead, on the same policies and nodes."""
-        verbs = HotVerbs(self.store, self.source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")
+        verbs = InProcessVerbs(
+            self.store, self.source, Metrics(CollectorRegistry()), _clock, 1 << 20, ""
+        )
         return verbs.answer(verb, body)
 
     def schedule(self, the_pod: dict[str, Any], names: list[str] = NAMES) -> bytes:
@@ -138,7 +140,7 @@ def _server(text: str = PLACEMENT, ahead: bool = True) -> Server:
     source = ClusterSource(k8s.ApiClient())
     source.replace("nodes", copy.deepcopy(NODES))
     source.replace("pods", [])
-    hot = HotVerbs(store, source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")
+    hot = InProcessVerbs(store, source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")
     return Server(store, source, hot, ahead)
 
 

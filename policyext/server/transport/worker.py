@@ -7,17 +7,19 @@ clients (one worker of four threads) stopped every other request, /healthz inclu
 
 Here the worker's event loop (its main thread, which already waits on every socket) reads
 each request itself, without blocking: the bytes of each connection are gathered and
-`server/framing.py` says when the request is complete (headers, then Content-Length
+`transport/framing.py` says when the request is complete (headers, then Content-Length
 bytes or every chunk). Only a complete request goes to a thread, which parses it from
 memory and never waits for the client. A connection whose request is not complete within
 `read_timeout` of its first byte is answered 408 and closed, with the reason in the log;
 a header section or body over the limits is answered 431 or 413 as soon as it shows.
 Idle kept-alive connections wait in the loop as before (gunicorn's keepalive timeout).
+Every refusal's status and JSON body is decided in server/statuses.py, gunicorn's own
+refusals of malformed HTTP included (`JsonErrorWorker`).
 
 The direct lane: since the requests are read whole, a plain filter or prioritize call
-(`server/direct.py` says which) is answered without gunicorn's parser, WSGI environ and
+(`transport/plain.py` says which) is answered without gunicorn's parser, WSGI environ and
 Response: its body goes to the application's lane entry
-(`app.extensions["policyext.direct"]`, `HotVerbs.direct`) and the response, written as
+(`app.extensions["policyext.direct"]`, server/lanes.py) and the response, written as
 gunicorn writes that reply, goes out with one send (bind too, but only in a thread:
 `policyext.direct.threads_only`, a bind waits on the API server). A filter or prioritize
 call with a body up to `IN_LOOP_BODY` is answered by the event loop itself, the moment it
@@ -79,16 +81,17 @@ from functools import partial
 from logging import DEBUG
 from typing import Any, Final, Literal, cast
 
-import orjson
 from gunicorn import http
 from gunicorn.sock import ssl_context
+from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
-from policyext.server import draining, tls
-from policyext.server.direct import HeadLimits, Lane, PlainHeads, PlainPost, response, send_response
-from policyext.server.framing import Complete, Framer, Refusal
+from policyext.server import draining, statuses, tls
 from policyext.server.listeners import Listener, entered
-from policyext.server.metrics import count_refused
+from policyext.server.statuses import Refused
+from policyext.server.transport.framing import Complete, Framer, Refusal
+from policyext.server.transport.plain import HeadLimits, Lane, PlainHeads, PlainPost
+from policyext.server.transport.responses import response, send_response
 
 log = logging.getLogger("policyext.server")
 
@@ -111,16 +114,6 @@ IN_LOOP_BODY: Final = 1024 * 1024
 OPS_MAX_CONNECTIONS: Final = 64
 # at most one warning a second about connections or requests turned away
 WARN_EVERY: Final = 1.0
-
-
-def json_refusal(status: int, reason: str, message: str) -> bytes:
-    """A whole HTTP response refusing a request, with the application's JSON error body."""
-    body = orjson.dumps({"error": message, "status": status})
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
 
 
 class _Reading:
@@ -379,13 +372,13 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
 
     def _turn_away(self, client: socket.socket, addr: Any, cap: int) -> None:
         """Refuse a new connection at once: the listener has `cap` open, none idle."""
-        message = f"too many connections: {cap} open on this listener, none idle; try again"
-        count_refused(self.wsgi, 503)
-        self._warn("refused a connection from %s: %s", _peer_address(addr), message)
+        refused = statuses.too_many_connections(cap)
+        count_refused(self.wsgi, refused.status)
+        self._warn("refused a connection from %s: %s", _peer_address(addr), refused.message)
         with contextlib.suppress(OSError):
             if not self.cfg.is_ssl:  # (before a TLS handshake nothing can be said)
                 client.setblocking(False)
-                client.send(json_refusal(503, "Service Unavailable", message))
+                client.send(refused.response())
             client.close()
 
     def _warn(self, message: str, *args: object) -> None:
@@ -405,11 +398,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if more <= 0:
             return True
         if self._buffered + more > self.max_buffered:
-            message = (
-                f"the server is reading too many request bytes at once (--max-buffered "
-                f"{self.max_buffered}); try again"
-            )
-            self._refuse(conn, 503, "Service Unavailable", message, warn=self._warn)
+            self._refuse(conn, statuses.too_many_bytes(self.max_buffered), warn=self._warn)
             return False
         self._buffered += more
         reading.counted = need
@@ -466,7 +455,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         try:
             done = reading.framer.advance(reading.buffer)
         except Refusal as r:
-            self._refuse(conn, r.status, r.reason, r.message)
+            self._refuse(conn, r.refused)
             return
         if done is not None:
             if reading.counted:  # (held by the thread from here, or answered)
@@ -489,7 +478,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             return
         if reading.framer.expects_continue and not reading.continued:
             reading.continued = True  # the client waits for it before sending the body
-            self._send(conn, b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._send(conn, statuses.CONTINUE)
 
     def _plain_call(self, buffer: bytearray, end: int | None) -> tuple[bytes, PlainPost] | None:
         """The request's bytes and its call, when it is a complete plain call for the lane
@@ -581,19 +570,19 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         if conn.listener is Listener.OPS:
             conn.trusted = False
             return True
-        message = f"the client certificate's names ({names}) are not in --tls-client-allow"
+        refused = statuses.certificate_not_allowed(names)
         reading.idle = False  # answered when its request comes, else 408 as any other
         reading.deadline = time.monotonic() + self.read_timeout
-        self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._deny, conn, message))
+        self.poller.modify(conn.sock, selectors.EVENT_READ, partial(self._deny, conn, refused))
         return False
 
-    def _deny(self, conn: Any, message: str, _sock: Any) -> None:
+    def _deny(self, conn: Any, refused: Refused, _sock: Any) -> None:
         """Answer 403 to a client whose certificate is not allowed, once it has sent its
         request (read first, so that closing does not reset the connection under the
         reply)."""
         with contextlib.suppress(OSError, ssl.SSLError):
             conn.sock.recv(READ_SIZE)
-        self._refuse(conn, 403, "Forbidden", message)
+        self._refuse(conn, refused)
 
     def _dispatch(self, conn: Any, reading: _Reading, done: Complete) -> None:
         conn.continued = reading.continued
@@ -615,17 +604,10 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         conn.sock.setblocking(True)
         self.enqueue_req(conn)
 
-    def _refuse(
-        self,
-        conn: Any,
-        status: int,
-        reason: str,
-        message: str,
-        warn: Callable[..., None] = log.warning,
-    ) -> None:
-        warn("refused a request from %s: %s", _peer(conn), message)
-        count_refused(self.wsgi, status)
-        self._send(conn, json_refusal(status, reason, message))
+    def _refuse(self, conn: Any, refused: Refused, warn: Callable[..., None] = log.warning) -> None:
+        warn("refused a request from %s: %s", _peer(conn), refused.message)
+        count_refused(self.wsgi, refused.status)
+        self._send(conn, refused.response())
         self._close(conn)
 
     def _drop(self, conn: Any, why: str, level: int) -> None:
@@ -665,10 +647,8 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             if reading.idle:
                 self._close(conn)  # a kept-alive connection that sent nothing more
                 continue
-            seconds = now - reading.started
-            what = _progress(reading)
-            message = f"the request was not complete after {seconds:.1f} s ({what})"
-            self._refuse(conn, 408, "Request Timeout", message)
+            refused = statuses.not_whole_in_time(now - reading.started, _progress(reading))
+            self._refuse(conn, refused)
 
     def enqueue_req(self, conn: Any) -> None:
         self._working += 1
@@ -736,7 +716,7 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
         return super().handle(conn)
 
     def _answer_directly(self, conn: Any, data: bytes) -> bool | None:
-        """Answer a plain call (server/direct.py) with one send; None when gunicorn must
+        """Answer a plain call (transport/plain.py) with one send; None when gunicorn must
         answer it: not a plain call, or gunicorn would close the connection after it."""
         if not data.startswith(b"POST ") or not self._lane_open():
             return None
@@ -791,6 +771,15 @@ class FramingThreadWorker(ThreadWorker):  # type: ignore[misc]
             req._expected_100_continue = False  # the event loop has sent it
             conn.continued = False
         return super().handle_request(req, conn)
+
+
+def count_refused(app: object, status: int) -> None:
+    """One request the HTTP server refused before the application saw it (the framing, a
+    limit, gunicorn's parser), counted by the application when it says how
+    (`app.extensions["policyext.refused"]`, its metrics)."""
+    count = getattr(app, "extensions", {}).get("policyext.refused")
+    if callable(count):
+        count(status)
 
 
 def _lane_closed() -> bool:
@@ -852,3 +841,22 @@ def _progress(reading: _Reading) -> str:
     if not reading.framer.body_started:
         return f"{size} bytes of headers, no end of the header section"
     return f"{size} bytes read, the body not complete"
+
+
+class JsonErrorWorker(FramingThreadWorker):
+    """The worker `serve` runs: requests read whole in the event loop, and gunicorn's
+    refusals of malformed HTTP (a request line or headers over the limits, a bad header)
+    answered with a JSON error like the application's (server/statuses.py), not gunicorn's
+    HTML page."""
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        refused = statuses.malformed(exc)
+        if refused is None:
+            super().handle_error(req, client, addr, exc)
+            return
+        count_refused(self.wsgi, refused.status)
+        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        try:
+            write_nonblock(client, refused.response())
+        except OSError:
+            self.log.debug("Failed to send error message.")

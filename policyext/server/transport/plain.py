@@ -1,28 +1,23 @@
-"""The direct lane: a plain filter, prioritize or bind call read and answered from memory.
+"""The direct lane's requests: a plain filter, prioritize or bind call, read from memory.
 
 kube-scheduler calls filter and prioritize on its serial path, and for a call the reply
 memo answers, gunicorn's per-request machinery (its parser reading again the bytes the
 worker's event loop has framed, the WSGI environ, its Response object) costs more CPU than
-the answer. The worker (server/worker.py) gives every complete request to `plain_post`
+the answer. The worker (transport/worker.py) gives every complete request to `plain_post`
 first: a request that is plainly a POST of JSON to one path, with nothing that gunicorn
 would refuse or treat specially, is answered by the application's lane entry
-(`HotVerbs.direct`) and `response` writes it as gunicorn writes that reply. Anything else
-goes the usual way; when in doubt, it goes the usual way.
+(server/lanes.py) and `responses.response` writes it as gunicorn writes that reply.
+Anything else goes the usual way; when in doubt, it goes the usual way.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from ssl import SSLSocket
-from typing import Any, Final
+from typing import Final
 
-from gunicorn import SERVER
-from gunicorn.util import http_date
-
-from policyext.server.framing import LENGTH_DIGITS
+from policyext.server.transport.framing import LENGTH_DIGITS
 
 # the application's lane entry: (path, body) -> (status line, JSON reply, what counts and
 # logs the answer: called once the reply is sent), or None when the application answers
@@ -175,57 +170,3 @@ def _number(digits: bytes) -> bool:
 _LENGTH_LINE: Final = b"\r\nContent-Length: "
 # heads remembered per event loop: one per path and client kind is the usual count
 REMEMBERED_HEADS: Final = 64
-
-
-def response(status: str, body: bytes) -> bytes:
-    """The whole response to a plain POST that gunicorn keeps alive, as gunicorn writes the
-    hot path's reply: its status line and headers (Server, Date, Connection), then the
-    application's (Content-Type, Content-Length), then the body."""
-    return response_head(status, body) + body
-
-
-def response_head(status: str, body: bytes) -> bytes:
-    """`response` without the body."""
-    head = (
-        f"HTTP/1.1 {status}\r\nServer: {SERVER}\r\nDate: {_date()}\r\n"
-        f"Connection: keep-alive\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode("latin-1")
-
-
-# a reply body from this size on is sent apart from its head rather than copied behind it
-# (a NodeList reply is megabytes: a copy that large costs its pages afresh)
-LARGE_REPLY: Final = 64 * 1024
-
-
-def send_response(sock: Any, status: str, body: bytes) -> None:
-    """Send `response(status, body)` on a blocking socket."""
-    if len(body) < LARGE_REPLY or not hasattr(sock, "sendmsg") or isinstance(sock, SSLSocket):
-        sock.sendall(response(status, body))
-        return
-    parts = [memoryview(response_head(status, body)), memoryview(body)]
-    while parts:
-        sent = sock.sendmsg(parts)
-        while sent:
-            if sent >= len(parts[0]):
-                sent -= len(parts.pop(0))
-            else:
-                parts[0], sent = parts[0][sent:], 0
-
-
-class _HttpDate:
-    """gunicorn's Date value, formatted once a second (its resolution is a second)."""
-
-    def __init__(self) -> None:
-        self._last: tuple[int, str] = (0, "")  # replaced whole: threads read it unlocked
-
-    def __call__(self) -> str:
-        second = int(time.time())
-        last = self._last
-        if last[0] != second:
-            last = self._last = (second, http_date(second))
-        return last[1]
-
-
-_date: Final = _HttpDate()

@@ -1,6 +1,6 @@
 """Where an HTTP/1.1 request ends, found as its bytes arrive.
 
-The worker (server/worker.py) reads every request whole in its event loop before a thread
+The worker (transport/worker.py) reads every request whole in its event loop before a thread
 sees it, so that a client sending slowly holds no thread. This module says, for the bytes
 of a connection read so far, whether the first request in them is complete and where it
 ends: after the header section, after Content-Length bytes of body, or after the last
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Final
 
+from policyext.server import statuses
+
 # a chunk-size line: hexadecimal digits, then optional extensions (RFC 9112 7.1.1); a
 # line that does not match is handed to gunicorn, which says what is wrong with it
 _TOKEN: Final = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
@@ -40,13 +42,12 @@ MAX_CHUNK_LINE: Final = 8192
 
 
 class Refusal(Exception):
-    """The request cannot be read whole: answered with `status` and closed."""
+    """The request cannot be read whole: answered with `refused` and closed."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
+    def __init__(self, refused: statuses.Refused) -> None:
+        super().__init__(refused.message)
+        self.refused = refused
+        self.status = refused.status
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +119,7 @@ class Framer:
         end = buf.find(b"\r\n\r\n", max(0, self._pos - 3))
         if end < 0:
             if len(buf) > self.max_head:
-                raise Refusal(
-                    431,
-                    "Request Header Fields Too Large",
-                    f"request header fields too large: no end of the header section in "
-                    f"{self.max_head} bytes",
-                )
+                raise Refusal(statuses.head_too_large(self.max_head))
             self._pos = len(buf)
             return False
         self._pos = end + 4
@@ -135,7 +131,7 @@ class Framer:
             self._state = _State.CHUNK_LINE
         else:
             if length > self.max_body:
-                raise _too_large(self.max_body)
+                raise Refusal(statuses.body_too_large(self.max_body))
             self._state = _State.BODY
             self._left = length
         self.expects_continue = expect and (chunked or length > 0)
@@ -157,7 +153,7 @@ class Framer:
             return True
         self._body += size
         if self._body > self.max_body:
-            raise _too_large(self.max_body)
+            raise Refusal(statuses.body_too_large(self.max_body))
         self._left = size
         self._state = _State.CHUNK_DATA
         return True
@@ -173,10 +169,6 @@ class Framer:
         if len(buf) - self._pos > self.max_head:
             return Complete(len(buf), malformed=True)  # gunicorn: trailers too large
         return None
-
-
-def _too_large(limit: int) -> Refusal:
-    return Refusal(413, "Content Too Large", f"the body is larger than the limit of {limit} bytes")
 
 
 def _framing_headers(head: bytes) -> tuple[int, bool, bool, bool]:
