@@ -29,7 +29,8 @@ from policyext.policy.loader import (
     yaml_error_line,
 )
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource, pod_requests
+from policyext.policy.node_source import NodeSource
+from policyext.policy.resources import pod_requests
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.decision import Decision, decide
 from policyext.policy.scheduler.framework import FILTERS

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
-from policyext.policy.resources import NodeSource
+from policyext.policy.node_source import NodeSource
 from policyext.policy.scheduler.cluster import Cluster
 from policyext.policy.scheduler.decision import Decision, decide
 

@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from policyext.cel import Timestamp
 from policyext.policy.explain import evaluation_to_dict
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy.node_source import LiveNodeSource
 from policyext.server import draining, verbs, wire
 from policyext.server.binding import DEFAULT_SCHEDULER, Binder, BindVerb
 from policyext.server.hotpath import (

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED
 from policyext.policy.engine import prepare
-from policyext.policy.resources import MAPS, LiveNodeSource
+from policyext.policy.node_source import LiveNodeSource
+from policyext.policy.resources import MAPS
 from policyext.server import verbs, wire
 from policyext.store import PolicyStore
 

@@ -25,7 +25,7 @@ import orjson
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy.node_source import LiveNodeSource
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics

@@ -39,7 +39,7 @@ from typing import Final, Generic, TypeVar
 
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Prepared
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy.node_source import LiveNodeSource
 from policyext.policy.rows import NodeRows
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize

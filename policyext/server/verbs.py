@@ -18,13 +18,8 @@ import orjson
 from policyext.cel import Timestamp
 from policyext.policy.compile import NOT_LOADED, PolicySet
 from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
-from policyext.policy.resources import (
-    MAPS,
-    LiveNodeSource,
-    NodeInfo,
-    node_info_of,
-    without_pods,
-)
+from policyext.policy.node_source import LiveNodeSource
+from policyext.policy.resources import MAPS, NodeInfo, node_info_of, without_pods
 from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import Refused
 from policyext.server import remembered, wire

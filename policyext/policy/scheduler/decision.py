@@ -19,7 +19,7 @@ from typing import Any, Final
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import Evaluation, NodeVerdict, RuleScore, evaluate
-from policyext.policy.resources import NodeSource
+from policyext.policy.node_source import NodeSource
 from policyext.policy.scheduler import KUBE_SCHEDULER_VERSION
 from policyext.policy.scheduler.affinity_terms import has_namespace_selector
 from policyext.policy.scheduler.cluster import Cluster
