@@ -18,6 +18,10 @@ from typing import Any, cast
 import yaml
 
 from policyext.cel import CELError, parse_timestamp
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import Decision, decide
+from policyext.offline.scheduler.framework import FILTERS
+from policyext.offline.workloads import pod_from, pods_from
 from policyext.policy.compile import PolicySet, load_policy_set
 from policyext.policy.engine import NodeVerdict
 from policyext.policy.lists import open_lists
@@ -31,11 +35,7 @@ from policyext.policy.loader import (
 from policyext.policy.model import TEST_KIND, Issue, PolicyError
 from policyext.policy.node_source import NodeSource
 from policyext.policy.resources import pod_requests
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import Decision, decide
-from policyext.policy.scheduler.framework import FILTERS
 from policyext.policy.schema import validate
-from policyext.policy.workloads import pod_from, pods_from
 
 SourceLoader = Callable[[Path], NodeSource]
 

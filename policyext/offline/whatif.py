@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policyext.cel import Timestamp
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import Decision, decide
 from policyext.policy.compile import PolicySet
 from policyext.policy.node_source import NodeSource
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import Decision, decide
 
 Json = Mapping[str, Any]
 
