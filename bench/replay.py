@@ -41,7 +41,7 @@ from kubernetes import client as k8s
 from bench import policy
 from bench.recording import Recording
 from policyext.cluster.cache import ClusterSource
-from policyext.policy.compile import PolicySet, load_policy_set
+from policyext.policy import PolicySet, load_policy_set
 from policyext.server.hotpath import DecisionLines, HotVerbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore

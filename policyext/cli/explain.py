@@ -35,7 +35,7 @@ from policyext.cluster.snapshot import (
 from policyext.offline.explain import decision_to_dict
 from policyext.offline.scheduler.decision import Decision, decide
 from policyext.offline.whatif import is_pending
-from policyext.policy.compile import PolicySet
+from policyext.policy import PolicySet
 
 Json = dict[str, Any]
 

@@ -14,10 +14,16 @@ from typing import Any
 from policyext.cli.output import print_issues
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
 from policyext.offline.workloads import PodInput, WorkloadError, pods_from
-from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
-from policyext.policy.model import PolicyError
-from policyext.policy.node_source import NodeSource
-from policyext.policy.resources import InvalidQuantity, node_allocatable, pod_requests
+from policyext.policy import (
+    InvalidQuantity,
+    NodeSource,
+    PolicyError,
+    PolicySet,
+    load_policy_set,
+    load_policy_texts,
+    node_allocatable,
+    pod_requests,
+)
 from policyext.store import unexpected_failure
 
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from policyext.offline.testing import TestResult
-from policyext.policy.model import Issue
+from policyext.policy import Issue
 
 COULD_NOT_RUN = "the test could not run"
 

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import yaml
 
 from policyext.offline.testing import TestResult
-from policyext.policy.model import Issue
+from policyext.policy import Issue
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -21,7 +21,7 @@ from policyext.cli.output import emit
 from policyext.cli.tables import whatif_table
 from policyext.cluster.snapshot import SnapshotError
 from policyext.offline.whatif import compare, is_pending, whatif_to_dict
-from policyext.policy.compile import PolicySet
+from policyext.policy import PolicySet
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

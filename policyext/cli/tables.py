@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from policyext.offline.scheduler.decision import Decision, NodeDecision, describe
 from policyext.offline.testing import TestResult
 from policyext.offline.whatif import BECOMES_UNSCHEDULABLE, Placement, WhatIf
-from policyext.policy.engine import NodeVerdict, RuleScore
+from policyext.policy import NodeVerdict, RuleScore
 
 
 def _format_number(value: float | None) -> str:

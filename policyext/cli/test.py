@@ -12,7 +12,7 @@ from policyext.cli.output import plural, print_issues, tests_data
 from policyext.cli.tables import test_report
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.offline.testing import find_tests, run_test
-from policyext.policy.loader import discover
+from policyext.policy import discover
 
 
 def register(commands: Commands) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from policyext.offline.scheduler.decision import Decision, scheduler_to_dict
-from policyext.policy.explain import score_to_dict, verdict_to_dict
+from policyext.policy import score_to_dict, verdict_to_dict
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:

@@ -18,8 +18,7 @@ from typing import Any, Final
 from policyext.cel import Timestamp
 from policyext.offline.scheduler.cluster import Cluster
 from policyext.offline.scheduler.decision import Decision, decide
-from policyext.policy.compile import PolicySet
-from policyext.policy.node_source import NodeSource
+from policyext.policy import NodeSource, PolicySet
 
 Json = Mapping[str, Any]
 

@@ -18,8 +18,7 @@ from gunicorn.http import errors as http_errors
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from policyext.cel import Timestamp
-from policyext.policy.explain import evaluation_to_dict
-from policyext.policy.node_source import LiveNodeSource
+from policyext.policy import LiveNodeSource, evaluation_to_dict
 from policyext.server import draining, verbs, wire
 from policyext.server.binding import DEFAULT_SCHEDULER, Binder, BindVerb
 from policyext.server.hotpath import (

@@ -23,9 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import orjson
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation
-from policyext.policy.node_source import LiveNodeSource
+from policyext.policy import Evaluation, LiveNodeSource, PolicySet
 from policyext.server import verbs, wire
 from policyext.server.fastwire import decode_fast
 from policyext.server.metrics import Metrics

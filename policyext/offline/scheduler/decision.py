@@ -28,9 +28,7 @@ from policyext.offline.scheduler.framework import (
     run_scores,
 )
 from policyext.offline.scheduler.status import MAX_NODE_SCORE, Rejected
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation, NodeVerdict, RuleScore, evaluate
-from policyext.policy.node_source import NodeSource
+from policyext.policy import Evaluation, NodeSource, NodeVerdict, PolicySet, RuleScore, evaluate
 
 Json = Mapping[str, Any]
 MAX_EXTENDER_PRIORITY: Final = 10
