@@ -22,8 +22,7 @@ import kubernetes.client as k8s
 
 from policyext.cluster.audit_events import AuditEvents, AuditFinding, event_body
 from policyext.cluster.client import ClusterSettings, api_client
-from policyext.policy.compile import load_policy_texts
-from policyext.policy.engine import evaluate
+from policyext.policy import evaluate, load_policy_texts
 from tests.e2e.binaries import ensure_binaries
 from tests.e2e.controlplane import POLICYEXT, ControlPlane
 from tests.e2e.rbac import grant_extender_rbac, wait_until_granted

@@ -142,9 +142,9 @@ def our_compile() -> Callable[..., _Program] | None:
 def our_activations(workload: Workload, nodes: list[Json]) -> list[dict[str, object]]:
     """The variables a policyext policy sees, for each node (built once, not timed): the
     engine's own podRequests and nodeInfo (from the snapshot's nodes and pods)."""
-    from policyext.cel.values import Timestamp
+    from policyext.cel import Timestamp
     from policyext.cluster.snapshot import SnapshotSource
-    from policyext.policy.resources import pod_requests
+    from policyext.policy import pod_requests
 
     source = SnapshotSource(snapshot(workload)["items"])
     requests = pod_requests(workload.pod)

@@ -47,7 +47,7 @@ def _caller(
     names: list[str],
     filters: bool,
 ) -> Callable[[bool], None]:
-    from policyext.policy.engine import prepare
+    from policyext.policy import prepare
 
     def call(cache: bool) -> None:
         prepare(policy_set, pod, source, now).evaluate(

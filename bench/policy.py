@@ -29,7 +29,7 @@ from bench.workload import (
 )
 
 if TYPE_CHECKING:
-    from policyext.policy.compile import PolicySet
+    from policyext.policy import PolicySet
 
 Json = dict[str, Any]
 POLICY_NAME: Final = "benchmark"
@@ -163,7 +163,7 @@ def scheduling_policy() -> Json:
 def compiled() -> PolicySet:
     """The rules compiled by policyext, as its server loads them (the in-process
     measurements; the servers read `scheduling_policy()` from a file)."""
-    from policyext.policy.compile import load_policy_texts  # (the reference needs none of it)
+    from policyext.policy import load_policy_texts  # (the reference needs none of it)
 
     return load_policy_texts({"benchmark.json": json.dumps(scheduling_policy())})
 

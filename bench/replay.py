@@ -41,7 +41,7 @@ from kubernetes import client as k8s
 from bench import policy
 from bench.recording import Recording
 from policyext.cluster.cache import ClusterSource
-from policyext.policy.compile import PolicySet, load_policy_set
+from policyext.policy import PolicySet, load_policy_set
 from policyext.server.decisions import DecisionLines
 from policyext.server.entrance import Verbs
 from policyext.server.lanes import direct_lane, hot_paths

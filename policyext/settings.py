@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from policyext.cluster.rules_dir import POLL_INTERVAL
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
-from policyext.policy.compile import load_policy_set
-from policyext.policy.model import Issue, PolicyError
+from policyext.policy import Issue, PolicyError, load_policy_set
 from policyext.store import unexpected_failure
 
 if TYPE_CHECKING:

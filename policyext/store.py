@@ -15,8 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from policyext.policy.compile import NOT_LOADED, PolicySet
-from policyext.policy.model import Issue, PolicyError
+from policyext.policy import NOT_LOADED, Issue, PolicyError, PolicySet
 
 log = logging.getLogger("policyext.reload")
 

@@ -27,8 +27,7 @@ from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.compile import PolicySet
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy import LiveNodeSource, PolicySet
 from policyext.server.app import Binder, Options, create_app
 from policyext.server.decisions import DecisionLines
 from policyext.server.draining import DrainFlag, DrainingArbiter

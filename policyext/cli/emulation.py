@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from policyext.policy.scheduler.cluster import Cluster
+from policyext.offline.scheduler.cluster import Cluster
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

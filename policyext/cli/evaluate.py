@@ -19,8 +19,7 @@ from policyext import cel
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Commands, fail, usage
 from policyext.cli.inputs import read_pods
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
-from policyext.policy.environment import rule_variables
-from policyext.policy.resources import pod_requests
+from policyext.policy import pod_requests, rule_variables
 
 
 def register(commands: Commands) -> None:

@@ -32,10 +32,10 @@ from policyext.cluster.snapshot import (
     read_objects,
     require_nodes,
 )
-from policyext.policy.compile import PolicySet
-from policyext.policy.explain import decision_to_dict
-from policyext.policy.scheduler.decision import Decision, decide
-from policyext.policy.whatif import is_pending
+from policyext.offline.explain import decision_to_dict
+from policyext.offline.scheduler.decision import Decision, decide
+from policyext.offline.whatif import is_pending
+from policyext.policy import PolicySet
 
 Json = dict[str, Any]
 

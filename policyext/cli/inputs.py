@@ -13,15 +13,17 @@ from typing import Any
 
 from policyext.cli.output import print_issues
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource, read_objects
-from policyext.policy.compile import PolicySet, load_policy_set, load_policy_texts
-from policyext.policy.model import PolicyError
-from policyext.policy.resources import (
+from policyext.offline.workloads import PodInput, WorkloadError, pods_from
+from policyext.policy import (
     InvalidQuantity,
     NodeSource,
+    PolicyError,
+    PolicySet,
+    load_policy_set,
+    load_policy_texts,
     node_allocatable,
     pod_requests,
 )
-from policyext.policy.workloads import PodInput, WorkloadError, pods_from
 from policyext.store import unexpected_failure
 
 

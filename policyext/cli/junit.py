@@ -6,8 +6,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from policyext.policy.model import Issue
-from policyext.policy.testing import TestResult
+from policyext.offline.testing import TestResult
+from policyext.policy import Issue
 
 COULD_NOT_RUN = "the test could not run"
 

@@ -12,8 +12,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from policyext.policy.model import Issue
-from policyext.policy.testing import TestResult
+from policyext.offline.testing import TestResult
+from policyext.policy import Issue
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

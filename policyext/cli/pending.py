@@ -20,8 +20,8 @@ from policyext.cli.inputs import (
 from policyext.cli.output import emit
 from policyext.cli.tables import whatif_table
 from policyext.cluster.snapshot import SnapshotError
-from policyext.policy.compile import PolicySet
-from policyext.policy.whatif import compare, is_pending, whatif_to_dict
+from policyext.offline.whatif import compare, is_pending, whatif_to_dict
+from policyext.policy import PolicySet
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

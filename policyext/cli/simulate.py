@@ -23,8 +23,8 @@ from policyext.cli.inputs import load_nodes, load_rules, read_pods
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
 from policyext.cluster.snapshot import SnapshotError
-from policyext.policy.explain import decision_to_dict
-from policyext.policy.scheduler.decision import decide
+from policyext.offline.explain import decision_to_dict
+from policyext.offline.scheduler.decision import decide
 
 
 def register(commands: Commands) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyext.policy.engine import NodeVerdict, RuleScore
-from policyext.policy.scheduler.decision import Decision, NodeDecision, describe
-from policyext.policy.testing import TestResult
-from policyext.policy.whatif import BECOMES_UNSCHEDULABLE, Placement, WhatIf
+from policyext.offline.scheduler.decision import Decision, NodeDecision, describe
+from policyext.offline.testing import TestResult
+from policyext.offline.whatif import BECOMES_UNSCHEDULABLE, Placement, WhatIf
+from policyext.policy import NodeVerdict, RuleScore
 
 
 def _format_number(value: float | None) -> str:

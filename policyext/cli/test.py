@@ -11,8 +11,8 @@ from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add
 from policyext.cli.output import plural, print_issues, tests_data
 from policyext.cli.tables import test_report
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.loader import discover
-from policyext.policy.testing import find_tests, run_test
+from policyext.offline.testing import find_tests, run_test
+from policyext.policy import discover
 
 
 def register(commands: Commands) -> None:

@@ -10,9 +10,14 @@ import sys
 from policyext.cli import junit
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add_paths, usage
 from policyext.cli.output import issue_data, plural, print_issues
-from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.loader import discover_files
-from policyext.policy.model import Issue, Location, PolicyError
+from policyext.policy import (
+    Issue,
+    Location,
+    PolicyError,
+    PolicySet,
+    discover_files,
+    load_policy_set,
+)
 from policyext.store import unexpected_failure
 
 

@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol
 import kubernetes.client as k8s
 import orjson
 
-from policyext.policy.engine import Evaluation
+from policyext.policy import Evaluation
 
 log = logging.getLogger("policyext.cluster.audit")
 

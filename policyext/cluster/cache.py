@@ -22,10 +22,13 @@ from typing import Any, Final, cast
 from kubernetes import client as k8s
 
 from policyext.cluster.watch import Reflector
-from policyext.policy.resources import (
+from policyext.policy import (
     CORE_RESOURCES,
     ZERO,
     NodeInfo,
+    NodeRecord,
+    NodeRows,
+    NodeTable,
     Resources,
     add_into,
     build_node_info,
@@ -35,7 +38,6 @@ from policyext.policy.resources import (
     pod_summary,
     subtract_from,
 )
-from policyext.policy.rows import NodeRecord, NodeRows, NodeTable
 
 Json = dict[str, Any]
 log = logging.getLogger("policyext.cluster")

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapState, PolicyEvents
 from policyext.cluster.rules_crd import RESOURCE, TEXT_PREFIX, PolicyObjects
-from policyext.policy.compile import load_policies
-from policyext.policy.model import Issue, PolicyError
+from policyext.policy import Issue, PolicyError, load_policies
 from policyext.store import PartialSet, PolicyStore, ReloadStatus
 
 EVENT_ISSUES = 5

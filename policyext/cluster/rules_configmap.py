@@ -20,7 +20,7 @@ from typing import Any, Final
 from kubernetes import client as k8s
 
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
-from policyext.policy.loader import POLICY_SUFFIXES
+from policyext.policy import POLICY_SUFFIXES
 
 log = logging.getLogger("policyext.reload")
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from policyext.policy.loader import discover_files
+from policyext.policy import discover_files
 
 log = logging.getLogger("policyext.reload")
 

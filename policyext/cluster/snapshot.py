@@ -14,19 +14,23 @@ from typing import Any
 
 import yaml
 
-from policyext.policy.loader import RefusedYAML, load_yaml_all, yaml_error_line
-from policyext.policy.resources import (
+from policyext.policy import (
     InvalidQuantity,
     NodeInfo,
+    NodeRecord,
+    NodeRows,
+    NodeTable,
+    RefusedYAML,
     Resources,
     add_into,
+    load_yaml_all,
     node_allocatable,
     node_info_of,
     pod_is_active,
     pod_requests,
     pod_summary,
+    yaml_error_line,
 )
-from policyext.policy.rows import NodeRecord, NodeRows, NodeTable
 
 Json = dict[str, Any]
 

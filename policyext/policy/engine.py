@@ -34,9 +34,9 @@ from policyext.policy.frames import (
 )
 from policyext.policy.masks import Mask, every, some
 from policyext.policy.match import PolicyMatch, policy_applies
+from policyext.policy.node_source import NodeSource
 from policyext.policy.plan import Plan, Results, typed
 from policyext.policy.rejection import Rejection
-from policyext.policy.resources import NodeSource
 from policyext.policy.rows import NodeRows
 from policyext.policy.verdicts import (
     AuditScore,

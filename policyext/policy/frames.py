@@ -23,14 +23,9 @@ from typing import Any, Final
 
 from policyext.cel import COST, CELError, CELEvalError, Program, Timestamp
 from policyext.policy.compile import CompiledExpression, CompiledPolicy
+from policyext.policy.node_source import NodeSource
 from policyext.policy.plan import Plan
-from policyext.policy.resources import (
-    InvalidQuantity,
-    NodeInfo,
-    NodeSource,
-    node_info_of,
-    pod_requests,
-)
+from policyext.policy.resources import InvalidQuantity, NodeInfo, node_info_of, pod_requests
 
 Json = Mapping[str, Any]
 MISS: Final = object()

@@ -25,15 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from policyext.policy.masks import every, some
-
-if TYPE_CHECKING:
-    from policyext.policy.resources import NodeInfo
+from policyext.policy.resources import NodeInfo
 
 Json = Mapping[str, Any]
 Versions = npt.NDArray[np.int64]

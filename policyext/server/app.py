@@ -17,7 +17,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy import LiveNodeSource
 from policyext.server import statuses, wire
 from policyext.server.binding import DEFAULT_SCHEDULER, Binder, BindVerb
 from policyext.server.entrance import AuditSink, Verbs

@@ -27,9 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import NOT_LOADED
-from policyext.policy.engine import prepare
-from policyext.policy.resources import MAPS, LiveNodeSource
+from policyext.policy import MAPS, NOT_LOADED, LiveNodeSource, prepare
 from policyext.server import verbs, wire
 from policyext.store import PolicyStore
 

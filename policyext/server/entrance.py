@@ -22,9 +22,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy import Evaluation, LiveNodeSource, PolicySet
 from policyext.server import verbs, wire
 from policyext.server.binding import BindVerb
 from policyext.server.decisions import log_decision

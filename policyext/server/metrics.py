@@ -26,8 +26,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation
+from policyext.policy import Evaluation, PolicySet
 from policyext.server.binding import REASONS as BIND_REFUSAL_REASONS
 
 # the *_created series double the output and no dashboard uses them

@@ -12,8 +12,7 @@ import orjson
 from flask import Flask, Response
 
 from policyext.cel import Timestamp
-from policyext.policy.explain import evaluation_to_dict
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy import LiveNodeSource, evaluation_to_dict
 from policyext.server import draining, statuses, verbs, wire
 from policyext.server.metrics import Metrics
 from policyext.server.request_body import json_body

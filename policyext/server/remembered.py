@@ -37,10 +37,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Prepared
-from policyext.policy.resources import LiveNodeSource
-from policyext.policy.rows import NodeRows
+from policyext.policy import LiveNodeSource, NodeRows, PolicySet, Prepared
 
 # replies kept: a few kinds of pods in flight at once, each asked filter and prioritize
 MAX_REPLIES: Final = 32

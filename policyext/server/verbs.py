@@ -16,17 +16,21 @@ import numpy.typing as npt
 import orjson
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import NOT_LOADED, PolicySet
-from policyext.policy.engine import Evaluation, Prepared, evaluate, prepare
-from policyext.policy.resources import (
+from policyext.policy import (
     MAPS,
+    NOT_LOADED,
+    Evaluation,
     LiveNodeSource,
     NodeInfo,
+    NodeRows,
+    PolicySet,
+    Prepared,
+    Refused,
+    evaluate,
     node_info_of,
+    prepare,
     without_pods,
 )
-from policyext.policy.rows import NodeRows
-from policyext.policy.verdicts import Refused
 from policyext.server import remembered, wire
 from policyext.server.remembered import Remembered, memo_key
 

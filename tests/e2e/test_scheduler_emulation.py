@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import Decision, decide
 from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import Decision, decide
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node
 from tests.e2e.extender import (
     PROBE_POLICY,

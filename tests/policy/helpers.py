@@ -8,7 +8,7 @@ from typing import Any
 from policyext.cel import Timestamp
 from policyext.policy.compile import PolicySet, load_policy_texts
 from policyext.policy.engine import Evaluation, evaluate
-from policyext.policy.resources import NodeSource
+from policyext.policy.node_source import NodeSource
 
 NOW = Timestamp(1_780_000_000 * 1_000_000_000)  # a fixed time for the tests
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy import LiveNodeSource
 from policyext.server.entrance import Verbs
 from policyext.server.lanes import direct_lane, hot_paths
 from policyext.server.metrics import Metrics

@@ -12,7 +12,7 @@ from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.resources import LiveNodeSource
+from policyext.policy.node_source import LiveNodeSource
 from policyext.server.app import create_app
 from policyext.server.verbs import _VictimFreeSource
 from policyext.store import PolicyStore

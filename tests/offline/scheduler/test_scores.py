@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import decide
+from policyext.offline.scheduler.framework import run_scores
 from policyext.policy.compile import load_policy_texts
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import decide
-from policyext.policy.scheduler.framework import run_scores
-from tests.policy.scheduler.test_filters import bound, node, pod
+from tests.offline.scheduler.test_filters import bound, node, pod
 
 PREFER_B = """\
 apiVersion: policyext.io/v1alpha1
@@ -128,7 +128,7 @@ def test_without_the_emulation_the_policies_alone_decide() -> None:
 
 
 def test_containers_without_requests_count_the_scheduler_defaults_when_scoring() -> None:
-    from policyext.policy.scheduler.cluster import non_zero_requests_of, requests_of
+    from policyext.offline.scheduler.cluster import non_zero_requests_of, requests_of
 
     sidecar = {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}
     incoming = pod(containers=[{"name": "c"}], initContainers=[sidecar], overhead={"cpu": "50m"})

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policyext.policy.scheduler import (
+from policyext.offline.scheduler import (
     balanced_allocation,
     image_locality,
     inter_pod_affinity,
@@ -20,8 +20,8 @@ from policyext.policy.scheduler import (
     pod_topology_spread,
     taint_toleration,
 )
-from policyext.policy.scheduler.cluster import Cluster, NodeState
-from policyext.policy.scheduler.status import Pod, Rejected
+from policyext.offline.scheduler.cluster import Cluster, NodeState
+from policyext.offline.scheduler.status import Pod, Rejected
 
 Json = Mapping[str, Any]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-from policyext.policy.scheduler.selectors import as_list, as_map, labels_of, namespace_of
+from policyext.offline.scheduler.selectors import as_list, as_map, labels_of, namespace_of
 
 Json = Mapping[str, Any]
 MAX_NODE_SCORE: Final = 100  # kube-scheduler's framework.MaxNodeScore

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from policyext.policy.scheduler.namespaces import Namespaces
-from policyext.policy.scheduler.selectors import (
+from policyext.offline.scheduler.namespaces import Namespaces
+from policyext.offline.scheduler.selectors import (
     as_list,
     as_map,
     label_selector_matches,

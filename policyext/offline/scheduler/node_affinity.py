@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import NodeState
-from policyext.policy.scheduler.selectors import (
+from policyext.offline.scheduler.cluster import NodeState
+from policyext.offline.scheduler.selectors import (
     as_list,
     as_map,
     maps,
     node_selector_matches,
     node_selector_term_matches,
 )
-from policyext.policy.scheduler.status import Pod, Rejected, default_normalize
+from policyext.offline.scheduler.status import Pod, Rejected, default_normalize
 
 NAME: Final = "NodeAffinity"
 REASON: Final = "node(s) didn't match Pod's node affinity/selector"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from policyext.policy.scheduler.cluster import Amounts, NodeState, requests_of
-from policyext.policy.scheduler.node_resources_fit import SCORED
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod
+from policyext.offline.scheduler.cluster import Amounts, NodeState, requests_of
+from policyext.offline.scheduler.node_resources_fit import SCORED
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Pod
 
 NAME: Final = "NodeResourcesBalancedAllocation"
 

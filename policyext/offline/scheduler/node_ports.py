@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import HostPort, NodeState, host_ports
-from policyext.policy.scheduler.status import Pod, Rejected
+from policyext.offline.scheduler.cluster import HostPort, NodeState, host_ports
+from policyext.offline.scheduler.status import Pod, Rejected
 
 NAME: Final = "NodePorts"
 REASON: Final = "node(s) didn't have free ports for the requested pod ports"

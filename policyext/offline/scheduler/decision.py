@@ -17,20 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
-from policyext.policy.engine import Evaluation, NodeVerdict, RuleScore, evaluate
-from policyext.policy.resources import NodeSource
-from policyext.policy.scheduler import KUBE_SCHEDULER_VERSION
-from policyext.policy.scheduler.affinity_terms import has_namespace_selector
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.framework import (
+from policyext.offline.scheduler import KUBE_SCHEDULER_VERSION
+from policyext.offline.scheduler.affinity_terms import has_namespace_selector
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.framework import (
     FILTERS,
     WEIGHTS,
     PluginScore,
     run_filters,
     run_scores,
 )
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Rejected
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Rejected
+from policyext.policy import Evaluation, NodeSource, NodeVerdict, PolicySet, RuleScore, evaluate
 
 Json = Mapping[str, Any]
 MAX_EXTENDER_PRIORITY: Final = 10

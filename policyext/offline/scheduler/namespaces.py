@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from policyext.policy.scheduler.selectors import label_selector_matches, labels_of, name_of
+from policyext.offline.scheduler.selectors import label_selector_matches, labels_of, name_of
 
 Json = Mapping[str, Any]
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"

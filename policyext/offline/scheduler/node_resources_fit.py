@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import NodeState, non_zero_requests_of, requests_of
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
+from policyext.offline.scheduler.cluster import NodeState, non_zero_requests_of, requests_of
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
 
 NAME: Final = "NodeResourcesFit"
 TOO_MANY_PODS: Final = "Too many pods"

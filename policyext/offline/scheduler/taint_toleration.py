@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import NodeState
-from policyext.policy.scheduler.selectors import as_map, tolerated
-from policyext.policy.scheduler.status import Pod, Rejected, default_normalize
+from policyext.offline.scheduler.cluster import NodeState
+from policyext.offline.scheduler.selectors import as_map, tolerated
+from policyext.offline.scheduler.status import Pod, Rejected, default_normalize
 
 NAME: Final = "TaintToleration"
 # 1.37 names no taint in the reason (earlier versions wrote `{key: value}`)

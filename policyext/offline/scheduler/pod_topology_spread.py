@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policyext.policy.scheduler import node_affinity, taint_toleration
-from policyext.policy.scheduler.cluster import Cluster, NodeState
-from policyext.policy.scheduler.selectors import (
+from policyext.offline.scheduler import node_affinity, taint_toleration
+from policyext.offline.scheduler.cluster import Cluster, NodeState
+from policyext.offline.scheduler.selectors import (
     as_list,
     as_map,
     label_selector_matches,
@@ -21,7 +21,7 @@ from policyext.policy.scheduler.selectors import (
     namespace_of,
     selector_is_empty,
 )
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
 
 NAME: Final = "PodTopologySpread"
 REASON: Final = "node(s) didn't match pod topology spread constraints"

@@ -18,23 +18,27 @@ from typing import Any, cast
 import yaml
 
 from policyext.cel import CELError, parse_timestamp
-from policyext.policy.compile import PolicySet, load_policy_set
-from policyext.policy.engine import NodeVerdict
-from policyext.policy.lists import open_lists
-from policyext.policy.loader import (
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import Decision, decide
+from policyext.offline.scheduler.framework import FILTERS
+from policyext.offline.workloads import pod_from, pods_from
+from policyext.policy import (
+    TEST_KIND,
     Document,
+    Issue,
+    NodeSource,
+    NodeVerdict,
+    PolicyError,
+    PolicySet,
     discover,
+    load_policy_set,
     load_yaml_all,
+    open_lists,
+    pod_requests,
     read_documents,
+    validate_schema,
     yaml_error_line,
 )
-from policyext.policy.model import TEST_KIND, Issue, PolicyError
-from policyext.policy.resources import NodeSource, pod_requests
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import Decision, decide
-from policyext.policy.scheduler.framework import FILTERS
-from policyext.policy.schema import validate
-from policyext.policy.workloads import pod_from, pods_from
 
 SourceLoader = Callable[[Path], NodeSource]
 
@@ -87,7 +91,7 @@ def run_test(doc: Document, load_source: SourceLoader) -> TestResult:
     data = cast(dict[str, Any], doc.data)
     name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data, dict) else ""
     result = TestResult(name, doc.file)
-    schema_issues = validate(doc, TEST_KIND)
+    schema_issues = validate_schema(doc, TEST_KIND)
     if schema_issues:
         result.issues = schema_issues
         return result

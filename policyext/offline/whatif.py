@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policyext.cel import Timestamp
-from policyext.policy.compile import PolicySet
-from policyext.policy.resources import NodeSource
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.decision import Decision, decide
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.decision import Decision, decide
+from policyext.policy import NodeSource, PolicySet
 
 Json = Mapping[str, Any]
 

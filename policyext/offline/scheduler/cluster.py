@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from policyext.cel import Quantity
-from policyext.policy.resources import Resources, node_allocatable, pod_is_active, pod_requests
-from policyext.policy.scheduler.affinity_terms import has_namespace_selector
-from policyext.policy.scheduler.namespaces import Namespaces
-from policyext.policy.scheduler.selectors import as_list, as_map, labels_of, maps, name_of
+from policyext.offline.scheduler.affinity_terms import has_namespace_selector
+from policyext.offline.scheduler.namespaces import Namespaces
+from policyext.offline.scheduler.selectors import as_list, as_map, labels_of, maps, name_of
+from policyext.policy import Resources, node_allocatable, pod_is_active, pod_requests
 
 Json = Mapping[str, Any]
 Amounts = dict[str, int]

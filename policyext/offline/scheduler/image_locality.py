@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import NodeState, normalized_image
-from policyext.policy.scheduler.selectors import as_list, as_map
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod
+from policyext.offline.scheduler.cluster import NodeState, normalized_image
+from policyext.offline.scheduler.selectors import as_list, as_map
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Pod
 
 NAME: Final = "ImageLocality"
 _MB: Final = 1024 * 1024

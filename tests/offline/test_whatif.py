@@ -8,8 +8,8 @@ import pytest
 
 from policyext.cli.tables import whatif_table
 from policyext.cluster.snapshot import SnapshotSource
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.whatif import (
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.whatif import (
     BECOMES_SCHEDULABLE,
     BECOMES_UNSCHEDULABLE,
     BEST_NODE_CHANGES,

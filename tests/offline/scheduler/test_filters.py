@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from policyext.policy.scheduler.cluster import Cluster
-from policyext.policy.scheduler.framework import run_filters
+from policyext.offline.scheduler.cluster import Cluster
+from policyext.offline.scheduler.framework import run_filters
 
 
 def node(

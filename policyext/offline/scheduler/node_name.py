@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from policyext.policy.scheduler.cluster import NodeState
-from policyext.policy.scheduler.status import Pod, Rejected
+from policyext.offline.scheduler.cluster import NodeState
+from policyext.offline.scheduler.status import Pod, Rejected
 
 NAME: Final = "NodeName"
 REASON: Final = "node(s) didn't match the requested node name"

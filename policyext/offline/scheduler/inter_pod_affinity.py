@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from policyext.policy.scheduler.affinity_terms import Term, has_affinity, own_terms, terms
-from policyext.policy.scheduler.cluster import Cluster, NodeState
-from policyext.policy.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
+from policyext.offline.scheduler.affinity_terms import Term, has_affinity, own_terms, terms
+from policyext.offline.scheduler.cluster import Cluster, NodeState
+from policyext.offline.scheduler.status import MAX_NODE_SCORE, Pod, Rejected
 
 NAME: Final = "InterPodAffinity"
 AFFINITY_REASON: Final = "node(s) didn't match pod affinity rules"
