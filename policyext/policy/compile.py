@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
-from policyext.policy.columns import fields_read_pods
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.lists import open_lists
 from policyext.policy.loader import (
@@ -43,6 +42,7 @@ from policyext.policy.model import (
     Score,
     Variable,
 )
+from policyext.policy.node_reads import fields_read_pods
 from policyext.policy.plan import Plan, make_plan
 from policyext.policy.rejection import Rejection
 from policyext.policy.schema import validate
@@ -270,7 +270,7 @@ def _variables_of_pods(
     """The node-only variables whose value may change when a pod is bound to the node or
     leaves it: those that read nodeInfo other than what it holds of the Node alone (its
     allocatable), or such a variable. The others are kept by the Node's version
-    (columns.py). (A node-only variable reads only earlier ones: _node_only_variables.)"""
+    (columns/kept.py). (A node-only variable reads only earlier ones: _node_only_variables.)"""
     out: set[str] = set()
     for variable, compiled in variables:
         if variable.name not in node_variables:

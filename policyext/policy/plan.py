@@ -23,8 +23,9 @@ from typing import Final
 
 from policyext import cel
 from policyext.cel import parse, placeholder, reads, split
-from policyext.policy.columns import ColumnPlan, make_column_plan, reads_pods
+from policyext.policy.columns import ColumnPlan, make_column_plan
 from policyext.policy.model import Expression
+from policyext.policy.node_reads import reads_pods
 
 # node results kept per set of part values; a new set beyond these drops the oldest
 MAX_PARAMETER_SETS: Final = 256
@@ -101,7 +102,7 @@ class Plan:
     # reads nodeInfo beyond what nodeInfo holds of the Node alone
     reads_node_info: bool
     key_parts: tuple[cel.Program, ...] = ()
-    # the residual over all nodes at once (columns.py); None: evaluated node by node
+    # the residual over all nodes at once (columns/); None: evaluated node by node
     columns: ColumnPlan | None = field(default=None, compare=False)
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
     placeholders: tuple[str, ...] = field(init=False, compare=False)
@@ -134,7 +135,7 @@ def make_plan(
     `node_only` says which reads depend on the node alone (`node`, `nodeInfo`, variables
     that read nothing else): subexpressions made of them become the columns of the
     residual's column plan; `pods_variables`, which of those variables may change with the
-    node's pods (columns.py keeps the others by the Node's version)."""
+    node's pods (columns/kept.py keeps the others by the Node's version)."""
     variables = variable_plans or {}
     tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
     pieces = split(tree, known)
@@ -170,7 +171,7 @@ def make_plan(
 def _reads_pods(tree: cel.ast.Node) -> bool:
     """Whether an expression's cached results are kept by the version of the node's
     information rather than the Node's: it reads nodeInfo beyond what nodeInfo holds of the
-    Node alone (columns.reads_pods; the variables it reads say so through their own plans:
+    Node alone (node_reads.reads_pods; the variables it reads say so through their own plans:
     _through_variables)."""
     return reads_pods(tree, frozenset())
 
