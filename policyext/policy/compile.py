@@ -566,14 +566,8 @@ class _PolicyCompiler:
         try:
             program = cel.compile(expr.source, declarations, limits=self.limits)
         except cel.CELError as e:
-            location = expression_location(expr, e.line, e.column)
-            where = f" (expression {e.line}:{e.column})" if e.line is not None else ""
-            undeclared = "undeclared reference to '"
-            if rule_only and e.message.startswith(undeclared):
-                name = e.message[len(undeclared) :].partition("'")[0].partition(".")[0]
-                if name in _RULE_ONLY:
-                    where += ": " + rule_only.format(name=f"`{name}`")
-            self.issues.append(Issue(location, f"{e.message}{where}", policy, rule))
+            for problem in e.issues:  # every problem of the expression, each at its place
+                self.issues.append(_cel_issue(policy, rule, expr, problem, rule_only))
             return None
         result = program.result_type
         if expect == ("bool",) and result not in ("bool", "dyn"):
@@ -586,3 +580,18 @@ class _PolicyCompiler:
             return program
         self.issues.append(Issue(expr.location, message, policy, rule))
         return None
+
+
+def _cel_issue(
+    policy: str, rule: str, expr: Expression, problem: cel.CELError, rule_only: str
+) -> Issue:
+    """One problem of an expression as an issue at its place in the file."""
+    location = expression_location(expr, problem.line, problem.column)
+    line, column = problem.line, problem.column
+    where = f" (expression {line}:{column})" if line is not None else ""
+    undeclared = "undeclared reference to '"
+    if rule_only and problem.message.startswith(undeclared):
+        name = problem.message[len(undeclared) :].partition("'")[0].partition(".")[0]
+        if name in _RULE_ONLY:
+            where += ": " + rule_only.format(name=f"`{name}`")
+    return Issue(location, f"{problem.message}{where}", policy, rule)
