@@ -434,11 +434,11 @@ class _PolicyCompiler:
         for i, c in enumerate(raw.get("conditions") or []):
             expr = doc.expression(("spec", "match", "conditions", i, "expression"))
             condition = MatchCondition(c["name"], expr)
-            program = self.cel(
+            compiled = self.cel(
                 policy, c["name"], expr, MATCH_VARIABLES, ("bool",), _MATCH_SEES_THE_POD
             )
-            if program is not None:
-                conditions.append((condition, program))
+            if compiled is not None:
+                conditions.append((condition, compiled[0]))
         match = Match(
             namespaces=frozenset(raw["namespaces"]) if "namespaces" in raw else None,
             exclude_namespaces=frozenset(raw.get("excludeNamespaces") or ()),
@@ -493,9 +493,10 @@ class _PolicyCompiler:
         declarations = rule_variables(
             {v.name: c.program.type for v, c in variables}, self.variable_names
         )
-        program = self.cel(policy, rule, expr, declarations, expect)
-        if program is None:
+        compiled = self.cel(policy, rule, expr, declarations, expect)
+        if compiled is None:
             return None
+        program, checked = compiled
         defined = {v.name for v, _ in variables}
         used = {field for root, field in program.selections if root == "variables"}
         if used & self.broken_variables:
@@ -541,9 +542,8 @@ class _PolicyCompiler:
             plan = make_plan(
                 expr,
                 program,
-                declarations,
+                checked,
                 known,
-                self.limits,
                 variable_plans,
                 node_only,
                 _variables_of_pods(variables, node_variables),
@@ -560,11 +560,14 @@ class _PolicyCompiler:
         declarations: Mapping[str, cel.Type],
         expect: tuple[str, ...],
         rule_only: str = "",
-    ) -> cel.Program | None:
-        """The compiled expression, or None after recording its issue; `rule_only` explains
-        a reference to what only the rules see (`{name}` in it names what was read)."""
+    ) -> tuple[cel.Program, cel.CheckedExpression] | None:
+        """The compiled expression and the checked tree it was compiled from (what its plan
+        is made from: the expression is checked once), or None after recording its issues;
+        `rule_only` explains a reference to what only the rules see (`{name}` in it names
+        what was read)."""
         try:
-            program = cel.compile(expr.source, declarations, limits=self.limits)
+            checked = cel.check_expression(expr.source, declarations, limits=self.limits)
+            program = cel.plan(checked)
         except cel.CELError as e:
             for problem in e.issues:  # every problem of the expression, each at its place
                 self.issues.append(_cel_issue(policy, rule, expr, problem, rule_only))
@@ -577,7 +580,7 @@ class _PolicyCompiler:
         elif expect == ("number",) and result not in _NUMBER_TYPES:
             message = f"a score must yield a number (int, uint or double), but it yields {result}"
         else:
-            return program
+            return program, checked
         self.issues.append(Issue(expr.location, message, policy, rule))
         return None
 

@@ -216,19 +216,16 @@ def _test_step(target: NodeValue, index: int, admits: Admits) -> Step:
 
 
 def make_column_plan(
-    residual: cel.ast.Node,
+    residual: cel.CheckedExpression,
     parts: int,
-    source: str,
-    declarations: dict[str, cel.Type],
     node_only: Callable[[str], bool],
-    limits: cel.Limits | None,
     pods_variables: frozenset[str] | None = None,
 ) -> ColumnPlan | None:
-    """The column plan of a residual whose placeholders `@p0`.. `@p<parts-1>` are the
-    pod-side parts; None when some operator is not one this module evaluates, but in an
-    operand of `&&` / `||` (then a partial plan: see ColumnPlan). `pods_variables`: the
-    node-only variables whose value may change with the node's pods (None: any variable
-    may)."""
+    """The column plan of a checked residual whose placeholders `@p0`.. `@p<parts-1>` are
+    the pod-side parts (each node-only subexpression planned from the residual's checked
+    tree); None when some operator is not one this package evaluates, but in an operand of
+    `&&` / `||` (then a partial plan: see ColumnPlan). `pods_variables`: the node-only
+    variables whose value may change with the node's pods (None: any variable may)."""
     placeholders = {placeholder(i): i for i in range(parts)}
     node_values: list[NodeValue] = []
     partial = False
@@ -252,7 +249,7 @@ def make_column_plan(
             return Param(placeholders[node.name])
         if node_reads and LOCAL not in node_reads and all(node_only(r) for r in node_reads):
             try:
-                program = cel.compile_tree(node, source, declarations, limits=limits)
+                program = cel.plan(residual, node)
             except CELError as e:
                 raise Unsupported(str(e)) from None
             value = NodeValue(program, reads_pods(node, pods_variables))
@@ -281,7 +278,7 @@ def make_column_plan(
         raise Unsupported(f)
 
     try:
-        root = build(residual)
+        root = build(residual.tree)
     except Unsupported:
         return None
     if not node_values:
