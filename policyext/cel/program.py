@@ -23,7 +23,7 @@ from policyext.cel.functions import FunctionTable, Library, merge_libraries
 from policyext.cel.lib import CEL_GO_EXTENSIONS, KUBERNETES_LIBRARIES
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
-from policyext.cel.partial import Read, split
+from policyext.cel.partial import Read, placeholder, split
 from policyext.cel.planner import Planner
 
 DEFAULT_LIMITS: Final = Limits()
@@ -155,7 +155,7 @@ class CheckedSplit:
 
     @property
     def placeholders(self) -> tuple[str, ...]:
-        return tuple(f"@p{i}" for i in range(len(self.parts)))
+        return tuple(placeholder(i) for i in range(len(self.parts)))
 
 
 def compile(

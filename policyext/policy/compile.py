@@ -540,7 +540,6 @@ class _PolicyCompiler:
 
         try:
             plan = make_plan(
-                expr,
                 program,
                 checked,
                 known,

@@ -4,10 +4,10 @@ An expression that reads the pod and the node is split (`cel.split_checked`) int
 pod-side parts, evaluated once per request, and a residual evaluated per node with the
 parts' values as constants. The parts, the residual and the residual's column plan are all
 planned from the tree checked when the whole expression was compiled (compile.py): an
-expression is parsed and checked once. When the residual reads nothing but the node, its node
-information and those constants, its result for a node is a pure function of (the parts'
-values, the node's version): it is cached, so a burst of similar pods costs a dictionary
-lookup per node instead of an evaluation.
+expression is parsed and checked once. When the residual reads nothing but the node, its
+node information and those constants, its result for a node is a pure function of (the
+parts' values, the node's version): it is cached, so a burst of similar pods costs a
+dictionary lookup per node instead of an evaluation.
 
 The cache belongs to the compiled expression, so a policy reload starts with an empty one;
 node versions come from the node source's table (rows.py: the node's version, and its
@@ -26,7 +26,6 @@ from typing import Final
 from policyext import cel
 from policyext.cel import placeholder, reads
 from policyext.policy.columns import ColumnPlan, make_column_plan
-from policyext.policy.model import Expression
 from policyext.policy.node_reads import reads_pods
 
 # node results kept per set of part values; a new set beyond these drops the oldest
@@ -117,7 +116,6 @@ class Plan:
 
 
 def make_plan(
-    expr: Expression,
     program: cel.Program,
     checked: cel.CheckedExpression,
     known: Callable[[str], bool],
