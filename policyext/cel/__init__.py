@@ -3,6 +3,9 @@
     program = compile("node.metadata.labels.?zone.orValue('') == 'a'", {"node": "map"})
     program.evaluate({"node": node})  # -> True / False
 
+`compile` is `check_expression` then `plan`; a caller that evaluates parts of an expression
+apart checks it once and plans the parts from that (`split_checked`, `plan(checked, node)`).
+
 This module is the engine's whole public face: callers import from here, never from its
 modules (an import-linter contract keeps them to it). See docs/cel.md for the language, the
 libraries and the limits.
@@ -39,7 +42,18 @@ from policyext.cel.lib.quantity import Quantity
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
 from policyext.cel.partial import LOCAL, Split, placeholder, reads, split
-from policyext.cel.program import DEFAULT_LIMITS, Program, compile, compile_tree, new_frame
+from policyext.cel.program import (
+    DEFAULT_LIMITS,
+    CheckedExpression,
+    CheckedSplit,
+    Program,
+    check_expression,
+    compile,
+    compile_tree,
+    new_frame,
+    plan,
+    split_checked,
+)
 from policyext.cel.timeutil import parse_timestamp
 from policyext.cel.values import (
     INT64_MAX,
@@ -69,6 +83,8 @@ __all__ = [
     "CELEvalError",
     "CELSyntaxError",
     "CELType",
+    "CheckedExpression",
+    "CheckedSplit",
     "CostLimitExceeded",
     "Duration",
     "Limits",
@@ -80,6 +96,7 @@ __all__ = [
     "Type",
     "UInt",
     "ast",
+    "check_expression",
     "compile",
     "compile_tree",
     "format_timestamp",
@@ -91,7 +108,9 @@ __all__ = [
     "parse",
     "parse_timestamp",
     "placeholder",
+    "plan",
     "reads",
     "split",
+    "split_checked",
     "type_name",
 ]

@@ -3,8 +3,11 @@
 The checker walks the tree once. It reports what can never evaluate (an undeclared name or
 function, an operator applied to types it does not accept, a field the schema does not
 have) as a `CELCheckError` at its line and column, and returns a `Checked` tree: the type
-of every node and what each name denotes. The planner (planner.py) compiles that tree; it
-makes no decision of its own about names or types.
+of every node and what each name denotes. A problem does not stop the walk: the node is
+typed `dyn`, which every operator accepts, so the problems of the other nodes are found
+too (and a problem is not reported again by each call that encloses it), and the error
+raised at the end carries them all (`CELError.issues`), as cel-go's Issues do. The planner
+(planner.py) compiles that tree; it makes no decision of its own about names or types.
 """
 
 from __future__ import annotations
@@ -158,7 +161,11 @@ class Checker:
 
     def run(self, tree: ast.Node) -> Checked:
         self.result = Checked(tree, self.source)
+        self.problems: list[CELCheckError] = []
         self.visit(tree)
+        if self.problems:
+            first, *others = self.problems
+            raise first.with_issues(list(others))
         return self.result
 
     # -- errors ------------------------------------------------------------------------
@@ -178,7 +185,11 @@ class Checker:
 
     # -- dispatch ----------------------------------------------------------------------
     def visit(self, node: ast.Node) -> Type:
-        result = self.infer(node)
+        try:
+            result = self.infer(node)
+        except CELCheckError as e:  # recorded; the walk goes on (see the module's doc)
+            self.problems.append(e)
+            result = DYN
         self.result.types[node] = result
         return result
 

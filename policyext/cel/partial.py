@@ -14,8 +14,8 @@ the expression can shadow them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from policyext.cel import ast
 
@@ -27,10 +27,16 @@ Read = str  # "pod", "node", or "variables.zone" for a field of the variables ma
 
 @dataclass(frozen=True)
 class Split:
-    """`residual` reads the parts' values as the variables `@p0`, `@p1`..."""
+    """`residual` reads the parts' values as the variables `@p0`, `@p1`...; the parts are
+    subtrees of the expression itself, and so is every subtree of the residual that holds
+    no part. `origins`: each node of the residual made here (a node above a part, and the
+    placeholder standing for a part) with the node of the expression it stands for, so
+    that what was known of the expression's nodes (their types) is known of the
+    residual's."""
 
     residual: ast.Node
     parts: tuple[ast.Node, ...]
+    origins: Mapping[ast.Node, ast.Node] = field(default_factory=dict, compare=False)
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -110,47 +116,58 @@ def split(node: ast.Node, known: Callable[[Read], bool]) -> Split | None:
     literal stays where it is), replaced by placeholders. None when nothing splits off, or
     when the whole expression is known (then it needs no residual)."""
     parts: list[ast.Node] = []
-    residual = _replace(node, known, parts, frozenset())
+    origins: dict[ast.Node, ast.Node] = {}
+    residual = _replace(node, known, parts, frozenset(), origins)
     if not parts or residual is None:
         return None
-    return Split(residual, tuple(parts))
+    return Split(residual, tuple(parts), origins)
 
 
 def _replace(
-    node: ast.Node, known: Callable[[Read], bool], parts: list[ast.Node], enclosing: frozenset[str]
+    node: ast.Node,
+    known: Callable[[Read], bool],
+    parts: list[ast.Node],
+    enclosing: frozenset[str],
+    origins: dict[ast.Node, ast.Node],
 ) -> ast.Node | None:
     """The node with its known subexpressions replaced; None when the node is known as a
-    whole (its parent turns it into a part)."""
+    whole (its parent turns it into a part). A node that reads nothing known holds no part:
+    it is its own residual, as it is."""
     node_reads = reads(node, enclosing)
     if not node_reads:
         return node  # a constant: nothing to gain
     if all(known(r) for r in node_reads):
         return None
+    if not any(known(r) for r in node_reads):
+        return node
 
     def child(sub: ast.Node, scope: frozenset[str] = enclosing) -> ast.Node:
-        replaced = _replace(sub, known, parts, scope)
+        replaced = _replace(sub, known, parts, scope, origins)
         if replaced is not None:
             return replaced
         parts.append(sub)
-        return ast.Ident(sub.offset, placeholder(len(parts) - 1))
+        stand_in = ast.Ident(sub.offset, placeholder(len(parts) - 1))
+        origins[stand_in] = sub
+        return stand_in
 
+    made: ast.Node
     if isinstance(node, ast.Select):
         if node.test_only:
             return node  # has(x.f) needs the selection itself
-        return ast.Select(node.offset, child(node.operand), node.field, False, node.optional)
-    if isinstance(node, ast.Call):
+        made = ast.Select(node.offset, child(node.operand), node.field, False, node.optional)
+    elif isinstance(node, ast.Call):
         target = child(node.target) if node.target is not None else None
-        return ast.Call(node.offset, node.function, [child(a) for a in node.args], target)
-    if isinstance(node, ast.ListLit):
-        return ast.ListLit(node.offset, [child(e) for e in node.elements], node.optional_indices)
-    if isinstance(node, ast.MapLit):
-        return ast.MapLit(
+        made = ast.Call(node.offset, node.function, [child(a) for a in node.args], target)
+    elif isinstance(node, ast.ListLit):
+        made = ast.ListLit(node.offset, [child(e) for e in node.elements], node.optional_indices)
+    elif isinstance(node, ast.MapLit):
+        made = ast.MapLit(
             node.offset,
             [ast.MapEntry(child(e.key), child(e.value), e.optional) for e in node.entries],
         )
-    if isinstance(node, ast.Comprehension):
+    elif isinstance(node, ast.Comprehension):
         scope = enclosing | {node.var} | ({node.var2} if node.var2 else set())
-        return ast.Comprehension(
+        made = ast.Comprehension(
             node.offset,
             node.kind,
             child(node.target),
@@ -158,4 +175,7 @@ def _replace(
             node.var2,
             [child(a, scope) for a in node.args],
         )
-    return node
+    else:
+        return node
+    origins[made] = node
+    return made

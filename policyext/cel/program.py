@@ -1,25 +1,46 @@
-"""The public face of the engine: `compile(source) -> Program`, `Program.evaluate`."""
+"""The public face of the engine: `compile(source) -> Program`, `Program.evaluate`.
+
+`compile` is `check_expression` (parse, then resolve names and infer types: a `CheckedExpression`)
+and `plan` (closures). A caller that evaluates parts of an expression apart (the policy
+engine: the pod side once per request, the rest per node) checks the expression once and
+plans its parts from the same checked tree: `split_checked` cuts it into pod-side parts
+and a residual typed as the whole was, `plan(checked, node)` compiles any subtree.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
 from policyext.cel import ast
 from policyext.cel.celtypes import Type
-from policyext.cel.checker import Checker
+from policyext.cel.checker import VARIABLE, Checked, Checker
 from policyext.cel.code import COST
 from policyext.cel.errors import CELCheckError, CELError, CELEvalError
 from policyext.cel.functions import FunctionTable, Library, merge_libraries
 from policyext.cel.lib import CEL_GO_EXTENSIONS, KUBERNETES_LIBRARIES
 from policyext.cel.limits import Limits
 from policyext.cel.parser import parse
+from policyext.cel.partial import Read, placeholder, split
 from policyext.cel.planner import Planner
 
 DEFAULT_LIMITS: Final = Limits()
 
-__all__ = ["COST", "DEFAULT_LIMITS", "Program", "compile", "compile_tree", "new_frame"]
+__all__ = [
+    "COST",
+    "DEFAULT_LIMITS",
+    "CheckedExpression",
+    "CheckedSplit",
+    "Program",
+    "check_expression",
+    "compile",
+    "compile_tree",
+    "new_frame",
+    "plan",
+    "split_checked",
+]
 
 
 class Program:
@@ -107,6 +128,36 @@ def _table(libraries: tuple[Library, ...]) -> FunctionTable:
     return merge_libraries(libraries)
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedExpression:
+    """An expression parsed and checked, with what planning any part of it needs: the
+    declarations and functions it was checked against, and the limits."""
+
+    source: str
+    tree: ast.Node
+    typed: Checked  # the type of every node, what each name denotes
+    variables: Mapping[str, str | Type]
+    functions: FunctionTable
+    limits: Limits
+
+    @property
+    def type(self) -> Type:
+        return self.typed.type
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSplit:
+    """An expression cut into pod-side `parts` (subtrees of it) and a `residual` that reads
+    their values as `@p0`, `@p1`... (see `partial`), typed from the checked expression."""
+
+    residual: CheckedExpression
+    parts: tuple[ast.Node, ...]
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        return tuple(placeholder(i) for i in range(len(self.parts)))
+
+
 def compile(
     source: str,
     variables: Mapping[str, str | Type] | None = None,
@@ -124,16 +175,10 @@ def compile(
     undeclared names are not compile errors but evaluation errors. The environment is
     Kubernetes': `extensions=True` adds what cel-go has and Kubernetes does not (`math.*`,
     `base64.*`, `cel.bind`), which cel-spec's conformance tests use. Raises CELSyntaxError or
-    CELCheckError, with the line and column of the problem.
+    CELCheckError, with the line and column of the problem; a CELCheckError's `issues` are
+    every problem the checker found, each with its own position.
     """
-    limits = limits or DEFAULT_LIMITS
-    if len(source) > limits.max_source_length:
-        raise CELCheckError(
-            f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
-        )
-    tree = parse(source, limits.max_nesting_depth)
-    return compile_tree(
-        tree,
+    checked = check_expression(
         source,
         variables,
         limits=limits,
@@ -141,6 +186,72 @@ def compile(
         libraries=libraries,
         homogeneous=homogeneous,
         extensions=extensions,
+    )
+    return plan(checked)
+
+
+def check_expression(
+    source: str,
+    variables: Mapping[str, str | Type] | None = None,
+    *,
+    limits: Limits | None = None,
+    check: bool = True,
+    libraries: Sequence[Library] | None = None,
+    homogeneous: bool = True,
+    extensions: bool = False,
+) -> CheckedExpression:
+    """Parse and check a CEL expression (`compile`'s arguments), without planning it."""
+    limits = limits or DEFAULT_LIMITS
+    if len(source) > limits.max_source_length:
+        raise CELCheckError(
+            f"expression is {len(source)} characters long; the limit is {limits.max_source_length}"
+        )
+    tree = parse(source, limits.max_nesting_depth)
+    return _checked(tree, source, variables, limits, check, libraries, homogeneous, extensions)
+
+
+def plan(checked: CheckedExpression, node: ast.Node | None = None) -> Program:
+    """The program of a checked expression, or of one of its subtrees (`node`: one that
+    reads no variable of a macro around it), planned from the types already checked."""
+    node = checked.tree if node is None else node
+    try:
+        planner = Planner(checked.typed, checked.variables, checked.functions, checked.limits)
+        code = planner.compile(node)
+    except RecursionError:
+        raise CELCheckError("expression nested too deeply to compile") from None
+    return Program(checked.source, planner, code.fn, checked.typed.type_of(node))
+
+
+def split_checked(checked: CheckedExpression, known: Callable[[Read], bool]) -> CheckedSplit | None:
+    """The expression cut into the maximal subexpressions that read only known inputs and
+    a residual (`partial.split`; None when nothing splits off). The residual is typed as
+    the expression was: each node made for it as the node it stands for, each placeholder
+    as its part, so neither the parts nor the residual are checked again."""
+    pieces = split(checked.tree, known)
+    if pieces is None:
+        return None
+    typed = checked.typed
+    types = dict(typed.types)
+    refs = dict(typed.refs)
+    variables = dict(checked.variables)
+    for made, origin in pieces.origins.items():
+        types[made] = typed.type_of(origin)
+        if isinstance(made, ast.Ident):  # a placeholder: a variable holding its part's value
+            refs[made] = (VARIABLE, made.name)
+            variables[made.name] = typed.type_of(origin)
+        elif origin in typed.refs:
+            refs[made] = typed.refs[origin]
+    residual = Checked(pieces.residual, checked.source, types, refs)
+    return CheckedSplit(
+        CheckedExpression(
+            checked.source,
+            pieces.residual,
+            residual,
+            variables,
+            checked.functions,
+            checked.limits,
+        ),
+        pieces.parts,
     )
 
 
@@ -158,6 +269,20 @@ def compile_tree(
     """Compile a parsed (or rewritten, see `partial`) expression; `source` is the text its
     offsets point into, for error positions."""
     limits = limits or DEFAULT_LIMITS
+    checked = _checked(tree, source, variables, limits, check, libraries, homogeneous, extensions)
+    return plan(checked)
+
+
+def _checked(
+    tree: ast.Node,
+    source: str,
+    variables: Mapping[str, str | Type] | None,
+    limits: Limits,
+    check: bool,
+    libraries: Sequence[Library] | None,
+    homogeneous: bool,
+    extensions: bool,
+) -> CheckedExpression:
     chosen = tuple(libraries) if libraries is not None else KUBERNETES_LIBRARIES
     table = _table(chosen + CEL_GO_EXTENSIONS if extensions else chosen)
     declared = variables or {}
@@ -171,9 +296,7 @@ def compile_tree(
             homogeneous=homogeneous,
             bindings=extensions,
         )
-        checked = checker.run(tree)
-        planner = Planner(checked, declared, table, limits)
-        code = planner.compile(tree)
+        typed = checker.run(tree)
     except RecursionError:
         raise CELCheckError("expression nested too deeply to compile") from None
-    return Program(source, planner, code.fn, checked.type)
+    return CheckedExpression(source, tree, typed, declared, table, limits)

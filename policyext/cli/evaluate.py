@@ -136,16 +136,18 @@ def _activation(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _error(expression: str, error: cel.CELError) -> int:
-    """The error, and where the expression has a position, the line with a caret under it."""
+    """Each problem, and where the expression has a position, the line with a caret under
+    it."""
     kind = {
         cel.CELSyntaxError: "syntax error",
         cel.CELCheckError: "check error",
     }.get(type(error), "evaluation error")
-    fail(f"{kind}: {error}")
-    if error.line is not None and error.column is not None:
-        line = expression.splitlines()[error.line - 1] if expression else ""
-        print(f"  {line}", file=sys.stderr)
-        print(f"  {' ' * (error.column - 1)}^", file=sys.stderr)
+    for problem in error.issues:
+        fail(f"{kind}: {problem.located()}")
+        if problem.line is not None and problem.column is not None:
+            line = expression.splitlines()[problem.line - 1] if expression else ""
+            print(f"  {line}", file=sys.stderr)
+            print(f"  {' ' * (problem.column - 1)}^", file=sys.stderr)
     return EXIT_INVALID
 
 

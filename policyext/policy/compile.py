@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from policyext import cel
-from policyext.policy.columns import fields_read_pods
 from policyext.policy.environment import MATCH_VARIABLES, rule_variables
 from policyext.policy.lists import open_lists
 from policyext.policy.loader import (
@@ -43,6 +42,7 @@ from policyext.policy.model import (
     Score,
     Variable,
 )
+from policyext.policy.node_reads import fields_read_pods
 from policyext.policy.plan import Plan, make_plan
 from policyext.policy.rejection import Rejection
 from policyext.policy.schema import validate
@@ -270,7 +270,7 @@ def _variables_of_pods(
     """The node-only variables whose value may change when a pod is bound to the node or
     leaves it: those that read nodeInfo other than what it holds of the Node alone (its
     allocatable), or such a variable. The others are kept by the Node's version
-    (columns.py). (A node-only variable reads only earlier ones: _node_only_variables.)"""
+    (columns/kept.py). (A node-only variable reads only earlier ones: _node_only_variables.)"""
     out: set[str] = set()
     for variable, compiled in variables:
         if variable.name not in node_variables:
@@ -434,11 +434,11 @@ class _PolicyCompiler:
         for i, c in enumerate(raw.get("conditions") or []):
             expr = doc.expression(("spec", "match", "conditions", i, "expression"))
             condition = MatchCondition(c["name"], expr)
-            program = self.cel(
+            compiled = self.cel(
                 policy, c["name"], expr, MATCH_VARIABLES, ("bool",), _MATCH_SEES_THE_POD
             )
-            if program is not None:
-                conditions.append((condition, program))
+            if compiled is not None:
+                conditions.append((condition, compiled[0]))
         match = Match(
             namespaces=frozenset(raw["namespaces"]) if "namespaces" in raw else None,
             exclude_namespaces=frozenset(raw.get("excludeNamespaces") or ()),
@@ -493,9 +493,10 @@ class _PolicyCompiler:
         declarations = rule_variables(
             {v.name: c.program.type for v, c in variables}, self.variable_names
         )
-        program = self.cel(policy, rule, expr, declarations, expect)
-        if program is None:
+        compiled = self.cel(policy, rule, expr, declarations, expect)
+        if compiled is None:
             return None
+        program, checked = compiled
         defined = {v.name for v, _ in variables}
         used = {field for root, field in program.selections if root == "variables"}
         if used & self.broken_variables:
@@ -539,11 +540,9 @@ class _PolicyCompiler:
 
         try:
             plan = make_plan(
-                expr,
                 program,
-                declarations,
+                checked,
                 known,
-                self.limits,
                 variable_plans,
                 node_only,
                 _variables_of_pods(variables, node_variables),
@@ -560,20 +559,17 @@ class _PolicyCompiler:
         declarations: Mapping[str, cel.Type],
         expect: tuple[str, ...],
         rule_only: str = "",
-    ) -> cel.Program | None:
-        """The compiled expression, or None after recording its issue; `rule_only` explains
-        a reference to what only the rules see (`{name}` in it names what was read)."""
+    ) -> tuple[cel.Program, cel.CheckedExpression] | None:
+        """The compiled expression and the checked tree it was compiled from (what its plan
+        is made from: the expression is checked once), or None after recording its issues;
+        `rule_only` explains a reference to what only the rules see (`{name}` in it names
+        what was read)."""
         try:
-            program = cel.compile(expr.source, declarations, limits=self.limits)
+            checked = cel.check_expression(expr.source, declarations, limits=self.limits)
+            program = cel.plan(checked)
         except cel.CELError as e:
-            location = expression_location(expr, e.line, e.column)
-            where = f" (expression {e.line}:{e.column})" if e.line is not None else ""
-            undeclared = "undeclared reference to '"
-            if rule_only and e.message.startswith(undeclared):
-                name = e.message[len(undeclared) :].partition("'")[0].partition(".")[0]
-                if name in _RULE_ONLY:
-                    where += ": " + rule_only.format(name=f"`{name}`")
-            self.issues.append(Issue(location, f"{e.message}{where}", policy, rule))
+            for problem in e.issues:  # every problem of the expression, each at its place
+                self.issues.append(_cel_issue(policy, rule, expr, problem, rule_only))
             return None
         result = program.result_type
         if expect == ("bool",) and result not in ("bool", "dyn"):
@@ -583,6 +579,21 @@ class _PolicyCompiler:
         elif expect == ("number",) and result not in _NUMBER_TYPES:
             message = f"a score must yield a number (int, uint or double), but it yields {result}"
         else:
-            return program
+            return program, checked
         self.issues.append(Issue(expr.location, message, policy, rule))
         return None
+
+
+def _cel_issue(
+    policy: str, rule: str, expr: Expression, problem: cel.CELError, rule_only: str
+) -> Issue:
+    """One problem of an expression as an issue at its place in the file."""
+    location = expression_location(expr, problem.line, problem.column)
+    line, column = problem.line, problem.column
+    where = f" (expression {line}:{column})" if line is not None else ""
+    undeclared = "undeclared reference to '"
+    if rule_only and problem.message.startswith(undeclared):
+        name = problem.message[len(undeclared) :].partition("'")[0].partition(".")[0]
+        if name in _RULE_ONLY:
+            where += ": " + rule_only.format(name=f"`{name}`")
+    return Issue(location, f"{problem.message}{where}", policy, rule)

@@ -132,7 +132,7 @@ class Prepared:
         scores but not each rule's (what prioritize needs). `cache_nodes`: the Node objects
         are the node source's own, so what the rules read of them may be kept per node
         version as for rows. `columns`: evaluate rules over all nodes at once where they
-        allow it (columns.py); False: node by node, with the same answers."""
+        allow it (policy/columns/); False: node by node, with the same answers."""
         if isinstance(nodes, NodeRows):
             rows: NodeRows | None = nodes
         else:

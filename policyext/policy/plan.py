@@ -1,11 +1,13 @@
 """How the engine evaluates one expression over many nodes for one pod, cheaply.
 
-An expression that reads the pod and the node is split (`policyext.cel.partial`) into
+An expression that reads the pod and the node is split (`cel.split_checked`) into
 pod-side parts, evaluated once per request, and a residual evaluated per node with the
-parts' values as constants. When the residual reads nothing but the node, its node
-information and those constants, its result for a node is a pure function of (the parts'
-values, the node's version): it is cached, so a burst of similar pods costs a dictionary
-lookup per node instead of an evaluation.
+parts' values as constants. The parts, the residual and the residual's column plan are all
+planned from the tree checked when the whole expression was compiled (compile.py): an
+expression is parsed and checked once. When the residual reads nothing but the node, its
+node information and those constants, its result for a node is a pure function of (the
+parts' values, the node's version): it is cached, so a burst of similar pods costs a
+dictionary lookup per node instead of an evaluation.
 
 The cache belongs to the compiled expression, so a policy reload starts with an empty one;
 node versions come from the node source's table (rows.py: the node's version, and its
@@ -22,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from policyext import cel
-from policyext.cel import parse, placeholder, reads, split
-from policyext.policy.columns import ColumnPlan, make_column_plan, reads_pods
-from policyext.policy.model import Expression
+from policyext.cel import placeholder, reads
+from policyext.policy.columns import ColumnPlan, make_column_plan
+from policyext.policy.node_reads import reads_pods
 
 # node results kept per set of part values; a new set beyond these drops the oldest
 MAX_PARAMETER_SETS: Final = 256
@@ -101,7 +103,7 @@ class Plan:
     # reads nodeInfo beyond what nodeInfo holds of the Node alone
     reads_node_info: bool
     key_parts: tuple[cel.Program, ...] = ()
-    # the residual over all nodes at once (columns.py); None: evaluated node by node
+    # the residual over all nodes at once (columns/); None: evaluated node by node
     columns: ColumnPlan | None = field(default=None, compare=False)
     cache: ResultCache = field(default_factory=ResultCache, compare=False)
     placeholders: tuple[str, ...] = field(init=False, compare=False)
@@ -114,17 +116,17 @@ class Plan:
 
 
 def make_plan(
-    expr: Expression,
     program: cel.Program,
-    declarations: Mapping[str, cel.Type],
+    checked: cel.CheckedExpression,
     known: Callable[[str], bool],
-    limits: cel.Limits | None,
     variable_plans: Mapping[str, Plan] | None = None,
     node_only: Callable[[str], bool] | None = None,
     pods_variables: frozenset[str] | None = None,
 ) -> Plan | None:
     """The plan of an expression that reads the node; None when it only reads the pod (the
-    caller evaluates it once per request) or when nothing would be gained.
+    caller evaluates it once per request) or when nothing would be gained. `program` is the
+    expression compiled whole, `checked` the tree it was compiled from: the parts, the
+    residual and the residual's columns are planned from that tree, never checked again.
 
     `variable_plans` are the cacheable plans of the policy's variables that read the node:
     a residual that reads them is cacheable too, keyed also by their pod-side parts (a
@@ -134,13 +136,13 @@ def make_plan(
     `node_only` says which reads depend on the node alone (`node`, `nodeInfo`, variables
     that read nothing else): subexpressions made of them become the columns of the
     residual's column plan; `pods_variables`, which of those variables may change with the
-    node's pods (columns.py keeps the others by the Node's version)."""
+    node's pods (columns/kept.py keeps the others by the Node's version)."""
     variables = variable_plans or {}
-    tree = parse(expr.source, (limits or cel.Limits()).max_nesting_depth)
-    pieces = split(tree, known)
+    tree = checked.tree
+    pieces = cel.split_checked(checked, known)
     if pieces is None:
         whole = reads(tree)
-        columns = _columns(tree, 0, expr, declarations, node_only, limits, pods_variables)
+        columns = _columns(checked, 0, node_only, pods_variables)
         through = _through_variables(whole - NODE_INPUTS, variables)
         if through is None:
             if columns is None:
@@ -148,47 +150,37 @@ def make_plan(
             return Plan((), program, False, _reads_pods(tree), columns=columns)
         key_parts, info = through
         return Plan((), program, True, _reads_pods(tree) or info, key_parts, columns)
-    parts = tuple(
-        cel.compile_tree(part, expr.source, declarations, limits=limits) for part in pieces.parts
-    )
-    residual_declarations = dict(declarations)
-    residual_declarations.update(dict.fromkeys(pieces.placeholders, cel.DYN))
-    residual = cel.compile_tree(pieces.residual, expr.source, residual_declarations, limits=limits)
-    residual_reads = reads(pieces.residual)
+    parts = tuple(cel.plan(checked, part) for part in pieces.parts)
+    residual_tree = pieces.residual.tree
+    residual = cel.plan(pieces.residual)
+    residual_reads = reads(residual_tree)
     through = _through_variables(residual_reads - NODE_INPUTS - set(pieces.placeholders), variables)
     # results keyed by the time of the request would never be asked for again
     timed = any("now" in reads(part) for part in pieces.parts)
-    columns = _columns(
-        pieces.residual, len(parts), expr, residual_declarations, node_only, limits, pods_variables
-    )
+    columns = _columns(pieces.residual, len(parts), node_only, pods_variables)
     if through is None or timed:
-        return Plan(parts, residual, False, _reads_pods(pieces.residual), columns=columns)
+        return Plan(parts, residual, False, _reads_pods(residual_tree), columns=columns)
     key_parts, info = through
-    return Plan(parts, residual, True, _reads_pods(pieces.residual) or info, key_parts, columns)
+    return Plan(parts, residual, True, _reads_pods(residual_tree) or info, key_parts, columns)
 
 
 def _reads_pods(tree: cel.ast.Node) -> bool:
     """Whether an expression's cached results are kept by the version of the node's
     information rather than the Node's: it reads nodeInfo beyond what nodeInfo holds of the
-    Node alone (columns.reads_pods; the variables it reads say so through their own plans:
+    Node alone (node_reads.reads_pods; the variables it reads say so through their own plans:
     _through_variables)."""
     return reads_pods(tree, frozenset())
 
 
 def _columns(
-    residual: cel.ast.Node,
+    residual: cel.CheckedExpression,
     parts: int,
-    expr: Expression,
-    declarations: Mapping[str, cel.Type],
     node_only: Callable[[str], bool] | None,
-    limits: cel.Limits | None,
     pods_variables: frozenset[str] | None,
 ) -> ColumnPlan | None:
     if node_only is None:
         return None
-    return make_column_plan(
-        residual, parts, expr.source, dict(declarations), node_only, limits, pods_variables
-    )
+    return make_column_plan(residual, parts, node_only, pods_variables)
 
 
 def _through_variables(

@@ -1,7 +1,7 @@
 """Where the nodes a request names are in a node source, and which version of each.
 
 A NodeNames request names hundreds or thousands of nodes, and kube-scheduler sends one for
-every pod. What the rules read of a node is kept per node version (columns.py, plan.py),
+every pod. What the rules read of a node is kept per node version (columns/kept.py, plan.py),
 so a request must learn, for each name, where its values are kept and whether they are
 still those of the node's current version. Done name by name in Python (node object, then
 `name@resourceVersion`, then its position), that bookkeeping cost more than evaluating the
@@ -15,7 +15,7 @@ information does (pods bound or gone). A source hands out each number once, for 
 so a value kept for a number is that version's whatever slot it was kept in: slots can be
 reused and a reader racing a writer can at worst miss a kept value, never use a stale one.
 The table also counts the changes of either kind (`changes`, `node_changes`): a value kept
-for every slot while its count has not moved needs no check at all (columns.py).
+for every slot while its count has not moved needs no check at all (columns/kept.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 prioritize reply worked out ahead.
 
 What the rules read of each node is kept by the engine itself, per node version, for the
-life of a policy set (policy/columns.py and the plans' result cache): a pod never seen
+life of a policy set (policy/columns/ and the plans' result cache): a pod never seen
 before costs a few array operations per rule. What is left to remember is the reply, for a
 question asked again: the same pod, or a replica that reads alike, about the same nodes,
 while nothing the policies read has changed. Then the answer is the same bytes: the
