@@ -22,7 +22,7 @@ from prometheus_client import multiprocess
 from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.client import api_client
+from policyext.cluster.client import api_clients
 from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
@@ -77,7 +77,7 @@ def build_app(settings: Settings) -> Flask:
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
     audits: AuditEvents | None = None
-    api = api_client(settings.cluster)
+    api = api_clients(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
         live = ClusterSource(api)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Final
 
 import yaml
-from kubernetes import client as k8s
 
+from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
 
 GROUP: Final = "policyext.io"
@@ -66,7 +66,7 @@ class PolicyObjectsWatch(ReflectedSource):
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         on_change: OnChange,
         *,
         on_problem: OnProblem | None = None,
@@ -77,8 +77,7 @@ class PolicyObjectsWatch(ReflectedSource):
         self.state: PolicyObjects | None = None  # None until the first list
         self._objects: dict[str, Json] = {}
         self._lock = threading.Lock()
-        custom = k8s.CustomObjectsApi(api)
-        list_all = functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
+        list_all = functools.partial(api.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
         self._reflector = Reflector(
             RESOURCE, list_all, _Handler(self), watch_timeout=watch_timeout, on_error=self._failed
         )
