@@ -8,6 +8,7 @@ Each replica here is the real watch, sources and writer over a stand-in for the 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from policyext.cluster.watch import Backoff
 from policyext.store import PolicyStore
 from tests.cluster.fake_core import fake_api
 from tests.cluster.fake_custom import FakeCustom
-from tests.cluster.policies import rejecting
+from tests.cluster.policies import BROKEN, rejecting
 
 Json = dict[str, Any]
 NOW = "2026-12-06T10:00:00Z"
@@ -250,3 +251,34 @@ def test_the_printer_columns_count_the_rules_and_fold_their_modes(
     spec: Json, expected: Json
 ) -> None:
     assert counts(spec) == expected
+
+
+def _outcomes(paths: list[str], *objects: Json) -> dict[str, Outcome]:
+    """What a worker reports for `objects` after one reload with the files of `paths`."""
+    reported: list[dict[str, Outcome]] = []
+    sources = PolicySources(PolicyStore(), paths, objects=True, on_outcomes=reported.append)
+    watch = PolicyObjectsWatch(fake_api(), sources.objects_changed)
+    _Handler(watch).replace(list(objects), 0.0)
+    return reported[-1]
+
+
+def test_an_object_that_loads_alone_but_not_with_the_files_is_rejected_not_invalid(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "b.yaml").write_text(rejecting("b", "gpu"), encoding="utf-8")
+    outcomes = _outcomes(
+        [str(tmp_path)], _object(rejecting("a", "spot"), 1), _object(rejecting("b", "zone"), 4)
+    )
+    assert outcomes["a"] == Outcome(1, 1)
+    taken = outcomes["b"]
+    assert (taken.generation, taken.serving, taken.reason) == (4, None, "Rejected")
+    assert "duplicate policy name" in taken.problems[0]
+
+
+def test_a_broken_file_leaves_every_new_object_generation_rejected_with_the_files_problem(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    outcomes = _outcomes([str(tmp_path)], _object(rejecting("a", "spot"), 2))
+    assert (outcomes["a"].reason, outcomes["a"].serving) == ("Rejected", None)
+    assert outcomes["a"].problems[0].startswith(str(tmp_path / "broken.yaml"))
