@@ -56,8 +56,10 @@ class _Bind:
     node: str
 
 
-def _api(control_plane: ControlPlane) -> Any:
-    return api_clients(ClusterSettings(kubeconfig=str(control_plane.admin_kubeconfig)))
+def _api(control_plane: ControlPlane) -> ApiClients:
+    api = api_clients(ClusterSettings(kubeconfig=str(control_plane.admin_kubeconfig)))
+    assert api is not None
+    return api
 
 
 @pytest.fixture
@@ -315,9 +317,7 @@ class _Stream:
 def test_a_410_gone_on_the_watch_makes_the_reflector_list_again_and_watch_on(
     control_plane: ControlPlane, admin: KubeClient
 ) -> None:
-    from kubernetes import client as k8s
-
-    list_node = _ExpiredOnce(k8s.CoreV1Api(_api(control_plane)).list_node)
+    list_node = _ExpiredOnce(_api(control_plane).core.list_node)
     recorder = _Recorder()
     reflector = Reflector("nodes", list_node, recorder)
     reflector.start()
