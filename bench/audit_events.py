@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kubernetes.client as k8s
-
 from policyext.cluster.audit_events import AuditEvents, AuditFinding, event_body
-from policyext.cluster.client import ClusterSettings, api_client
+from policyext.cluster.client import ApiClients, ClusterSettings, api_clients
 from policyext.policy import evaluate, load_policy_texts
 from tests.e2e.binaries import ensure_binaries
 from tests.e2e.controlplane import POLICYEXT, ControlPlane
@@ -63,8 +61,8 @@ def _nodes() -> list[dict[str, Any]]:
     ]
 
 
-def measure_creates(api: k8s.ApiClient) -> None:
-    core = k8s.CoreV1Api(api)
+def measure_creates(api: ApiClients) -> None:
+    core = api.core
     times = []
     started = time.perf_counter()
     for i in range(CREATES):
@@ -76,7 +74,7 @@ def measure_creates(api: k8s.ApiClient) -> None:
     print(f"Event create, one thread, {CREATES} in a row: {_ms(times)}; {CREATES / total:.0f}/s")
 
 
-def measure_hot_path(api: k8s.ApiClient) -> None:
+def measure_hot_path(api: ApiClients) -> None:
     policies = load_policy_texts({"rollout.yaml": POLICY})
     nodes = _nodes()
     pod = {"metadata": {"name": "web", "namespace": "default", "uid": "u"}, "spec": {}}
@@ -114,7 +112,7 @@ def main() -> int:
         grant_extender_rbac(admin)
         wait_until_granted(plane.client(POLICYEXT))
         kubeconfig = plane.write_kubeconfig(POLICYEXT, Path(work) / "policyext.kubeconfig")
-        api = api_client(ClusterSettings(str(kubeconfig), False))
+        api = api_clients(ClusterSettings(str(kubeconfig), False))
         assert api is not None
         measure_creates(api)
         measure_hot_path(api)

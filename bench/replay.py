@@ -41,6 +41,7 @@ from kubernetes import client as k8s
 from bench import policy
 from bench.recording import Recording
 from policyext.cluster.cache import ClusterSource
+from policyext.cluster.client import ApiClients
 from policyext.policy import PolicySet, load_policy_set
 from policyext.server.decisions import DecisionLines
 from policyext.server.entrance import Verbs
@@ -74,7 +75,7 @@ def replay_once(
     `steps` steps only, when given)."""
     store = PolicyStore()
     store.reload(lambda: policies, "replay")
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
+    source = ClusterSource(ApiClients.over(k8s.ApiClient()))  # fed by hand: it never connects
     source.replace("nodes", orjson.loads(orjson.dumps(recording.nodes)))
     source.replace("pods", [])
     lane = direct_lane(Verbs(store, source, Metrics(), time.time_ns, ""), hot_paths(""), MAX_BODY)

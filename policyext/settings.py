@@ -63,6 +63,8 @@ class Settings:
     rules: list[str] = field(default_factory=list)
     rules_configmap: str | None = None  # NAMESPACE/NAME
     rules_crd: bool = False  # the cluster's SchedulingPolicy objects
+    # this replica's name in the objects' status.byPod ("": the host name, a pod's name)
+    replica_name: str = ""
     reload_interval: float = POLL_INTERVAL
     bind: str = DEFAULT_BIND
     snapshot: str | None = None

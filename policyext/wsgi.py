@@ -21,12 +21,13 @@ from prometheus_client import multiprocess
 from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.client import api_client
+from policyext.cluster.client import api_clients
 from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
+from policyext.cluster.status_writer import StatusWriter
 from policyext.policy import LiveNodeSource, PolicySet
 from policyext.server.app import Binder, Options, create_app
 from policyext.server.decisions import DecisionLines
@@ -75,7 +76,7 @@ def build_app(settings: Settings) -> Flask:
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
     audits: AuditEvents | None = None
-    api = api_client(settings.cluster)
+    api = api_clients(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
         live = ClusterSource(api)
@@ -90,14 +91,28 @@ def build_app(settings: Settings) -> Flask:
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
     objects = settings.rules_crd and api is not None  # Settings guarantees the connection
-    sources = PolicySources(store, settings.rules, configmap, events, objects=objects)
+    writer = None
+    if objects and api is not None:  # the objects' status, written by a thread of its own
+        writer = StatusWriter(api, settings.replica_name or socket.gethostname())
+        writer.start()
+    sources = PolicySources(
+        store,
+        settings.rules,
+        configmap,
+        events,
+        objects=objects,
+        on_outcomes=writer.outcomes_changed if writer else None,
+    )
     if settings.rules:
         # fingerprinted before the first load: a change in between is loaded again, not lost
         DirectoryWatcher(settings.rules, sources.reload, interval=settings.reload_interval).start()
     if objects and api is not None:
         # as the ConfigMap's below: nothing is served until the first list is in
         PolicyObjectsWatch(
-            api, sources.objects_changed, on_problem=sources.objects_unreadable
+            api,
+            sources.objects_changed,
+            on_problem=sources.objects_unreadable,
+            on_objects=writer.objects_seen if writer else None,
         ).start()
     if configmap is not None and api is not None:
         # the first list loads the policies; until then /readyz says not ready and the

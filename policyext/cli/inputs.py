@@ -99,13 +99,13 @@ def cluster_api(args: argparse.Namespace) -> Any:
     from policyext.cluster.client import (  # noqa: PLC0415 - kubernetes only for --cluster
         ClientConfigError,
         ClusterSettings,
-        api_client,
+        api_clients,
         default_kubeconfig,
     )
 
     settings = ClusterSettings(args.kubeconfig or default_kubeconfig(), context=args.context)
     try:
-        return api_client(settings)
+        return api_clients(settings)
     except ClientConfigError as e:
         raise SnapshotError(str(e)) from None
 

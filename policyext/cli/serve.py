@@ -72,6 +72,14 @@ def register(commands: Commands) -> None:
         help="policies from the cluster's SchedulingPolicy objects, watched through the API "
         "(with --rules or --rules-configmap: one set of all) [env POLICYEXT_RULES_CRD]",
     )
+    _env_flag(
+        parser,
+        "--replica-name",
+        None,
+        metavar="NAME",
+        help="with --rules-crd: this replica's entry in the SchedulingPolicy objects' "
+        "status.byPod (default: the host name, which is the pod's name)",
+    )
     _env_flag(parser, "--bind", DEFAULT_BIND, metavar="HOST:PORT")
     _env_flag(
         parser,
@@ -218,6 +226,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         rules=args.rules or split_paths(os.environ.get("POLICYEXT_RULES", "")),
         rules_configmap=args.rules_configmap or None,
         rules_crd=bool(args.rules_crd),
+        replica_name=args.replica_name or "",
         bind=args.bind,
         snapshot=args.snapshot or None,
         kubeconfig=args.kubeconfig or None,

@@ -34,6 +34,7 @@ from typing import Any, Final, Protocol
 import kubernetes.client as k8s
 import orjson
 
+from policyext.cluster.client import ApiClients
 from policyext.policy import Evaluation
 
 log = logging.getLogger("policyext.cluster.audit")
@@ -172,7 +173,7 @@ class AuditEvents:
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         cluster: ClusterView,
         instance: str,
         rate: float = DEFAULT_RATE,
@@ -181,7 +182,7 @@ class AuditEvents:
         *,
         start: bool = True,
     ) -> None:
-        self.core = k8s.CoreV1Api(api)
+        self.core = api.core
         self.cluster = cluster
         self.instance = instance
         self.bucket = TokenBucket(rate, burst)

@@ -21,6 +21,8 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyext.cluster.client import ApiClients
+
 log = logging.getLogger("policyext.cluster")
 
 RETRY_BUDGET: Final = 3.0  # seconds; the scheduler's httpTimeout is 5 s by default
@@ -68,14 +70,14 @@ class ClusterBinder:
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         source: Assumer | None = None,
         *,
         retry_budget: float = RETRY_BUDGET,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.core = k8s.CoreV1Api(api)
+        self.core = api.core
         self.source = source
         self.retry_budget = retry_budget
         self.clock = clock

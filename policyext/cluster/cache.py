@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from kubernetes import client as k8s
-
+from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Reflector
 from policyext.policy import (
     CORE_RESOURCES,
@@ -102,13 +101,13 @@ class ClusterSource:
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         *,
         watch_timeout: int = 300,
         assume_ttl: float = ASSUME_TTL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        core = k8s.CoreV1Api(api)
+        core = api.core
         self.assume_ttl = assume_ttl
         self.clock = clock
         self._lock = threading.Lock()

@@ -1,5 +1,9 @@
 """The connection to the Kubernetes API: in-cluster (the pod's service account) or a
-kubeconfig file. Nothing here talks to the API; it only builds the client.
+kubeconfig file. Nothing here talks to the API; it only builds the clients.
+
+This is the one place that builds them: every module of `policyext.cluster` receives an
+`ApiClients` and calls its typed groups, so a test substitutes fakes here (an `ApiClients`
+whose `core` or `custom` answers as the API server would) instead of patching each module.
 """
 
 from __future__ import annotations
@@ -61,11 +65,27 @@ def load_configuration(settings: ClusterSettings) -> k8s.Configuration | None:
     return configuration
 
 
-def api_client(settings: ClusterSettings) -> k8s.ApiClient | None:
-    """A client for the settings, or None when no cluster connection is configured. One
-    client is shared by the watches and the binder of a worker (urllib3 pools are
-    thread-safe); each gunicorn worker makes its own after the fork."""
+@dataclass(frozen=True, slots=True)
+class ApiClients:
+    """The API groups policyext calls, over one connection: `core` (Nodes, Pods, Bindings,
+    ConfigMaps, Events) and `custom` (SchedulingPolicy objects and their status); `host`
+    names the API server in messages."""
+
+    core: k8s.CoreV1Api
+    custom: k8s.CustomObjectsApi
+    host: str
+
+    @classmethod
+    def over(cls, api: k8s.ApiClient) -> ApiClients:
+        """The groups sharing `api`'s connection pool."""
+        return cls(k8s.CoreV1Api(api), k8s.CustomObjectsApi(api), str(api.configuration.host))
+
+
+def api_clients(settings: ClusterSettings) -> ApiClients | None:
+    """The clients for the settings, or None when no cluster connection is configured. One
+    connection is shared by the watches, the binder and the status writer of a worker
+    (urllib3 pools are thread-safe); each gunicorn worker makes its own after the fork."""
     configuration = load_configuration(settings)
     if configuration is None:
         return None
-    return k8s.ApiClient(configuration)
+    return ApiClients.over(k8s.ApiClient(configuration))

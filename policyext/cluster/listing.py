@@ -13,9 +13,9 @@ from typing import Any, Final
 
 import orjson
 import urllib3
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyext.cluster.client import ApiClients
 from policyext.cluster.rules_configmap import ConfigMapRef, policy_texts
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
 
@@ -31,23 +31,22 @@ class ClusterReadError(SnapshotError):
     """The live cluster could not be read; the message is one line saying why."""
 
 
-def cluster_snapshot(api: k8s.ApiClient) -> SnapshotSource:
+def cluster_snapshot(api: ApiClients) -> SnapshotSource:
     """The cluster's Nodes, Pods and Namespaces as they are now, with pods bound to a node
     counted on it (the Namespaces' labels are what pod affinity's namespaceSelector matches)."""
-    core = k8s.CoreV1Api(api)
-    host = str(api.configuration.host)
+    core, host = api.core, api.host
     nodes = _list_all(core.list_node, "Node", host, "nodes", "cluster-wide")
     pods = _list_all(core.list_pod_for_all_namespaces, "Pod", host, "pods", "in all namespaces")
     namespaces = _list_all(core.list_namespace, "Namespace", host, "namespaces", "cluster-wide")
     return SnapshotSource([*nodes, *pods, *namespaces], f"cluster {host}")
 
 
-def configmap_rule_texts(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
+def configmap_rule_texts(api: ApiClients, namespace: str, name: str) -> dict[str, str]:
     """The policy files a ConfigMap holds (the data keys the extender reads), by name."""
-    host = str(api.configuration.host)
+    host = api.host
     scope = f"in namespace {namespace}"
     try:
-        response: Any = k8s.CoreV1Api(api).read_namespaced_config_map(
+        response: Any = api.core.read_namespaced_config_map(
             name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
         )
         try:
@@ -135,13 +134,12 @@ def _server_message(error: ApiException) -> str:
     return ""
 
 
-def failed_scheduling_events(api: k8s.ApiClient, namespace: str, name: str) -> list[Json]:
+def failed_scheduling_events(api: ApiClients, namespace: str, name: str) -> list[Json]:
     """The FailedScheduling events of one pod (`policyext explain --cluster`)."""
-    core = k8s.CoreV1Api(api)
+    core = api.core
     selector = f"involvedObject.name={name},reason=FailedScheduling"
 
     def call(**kwargs: Any) -> Any:
         return core.list_namespaced_event(namespace, field_selector=selector, **kwargs)
 
-    host = str(api.configuration.host)
-    return _list_all(call, "Event", host, "events", f"in namespace {namespace}")
+    return _list_all(call, "Event", api.host, "events", f"in namespace {namespace}")

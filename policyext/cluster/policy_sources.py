@@ -15,13 +15,23 @@ new object whose policy name is already taken by a file or a ConfigMap key is re
 (the newer one gives way); when a file or ConfigMap key takes the name of an object already
 served, the whole reload is rejected as before. Such a reload serves the new set and is
 still recorded as failed (PartialSet), naming the refused objects.
+
+After every reload with the objects, `on_outcomes` hears what this worker made of each
+object's generation (served, or refused with its problems and the generation that keeps
+serving): what the object's status says (policy_status.py, status_writer.py).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from policyext.cluster.policy_status import (
+    REASON_INVALID,
+    REASON_REJECTED,
+    Outcome,
+    problem,
+)
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapState, PolicyEvents
 from policyext.cluster.rules_crd import RESOURCE, TEXT_PREFIX, PolicyObjects
 from policyext.policy import Issue, PolicyError, load_policies
@@ -39,6 +49,7 @@ class PolicySources:
         events: PolicyEvents | None = None,
         *,
         objects: bool = False,
+        on_outcomes: Callable[[dict[str, Outcome]], None] | None = None,
     ) -> None:
         self.store = store
         self.paths = list(paths)
@@ -48,6 +59,9 @@ class PolicySources:
         self._state: ConfigMapState | None = None
         self._objects: PolicyObjects | None = None
         self._good: dict[str, str] = {}  # each served object's last text that loaded
+        self._good_generation: dict[str, int] = {}  # and its generation
+        self._refused: dict[str, tuple[str, tuple[Issue, ...]]] = {}  # reason, issues
+        self.on_outcomes = on_outcomes
         self._lock = threading.Lock()  # one reload at a time, whoever noticed the change
 
     def describe(self) -> str:
@@ -110,21 +124,27 @@ class PolicySources:
         texts = state.texts if state is not None else {}
         if self._objects is None:
             return self.store.reload(lambda: load_policies(self.paths, texts), self.describe())
-        listed = self._objects.texts
-        return self.store.reload(lambda: self._load_with_objects(texts, listed), self.describe())
+        objects = self._objects
+        status = self.store.reload(lambda: self._load_with_objects(texts, objects), self.describe())
+        if self.on_outcomes is not None:
+            self.on_outcomes(self._outcomes(objects, status))
+        return status
 
-    def _load_with_objects(self, texts: dict[str, str], listed: dict[str, str]) -> PartialSet:
+    def _load_with_objects(self, texts: dict[str, str], objects: PolicyObjects) -> PartialSet:
         """The set of the files, the ConfigMap's texts and every object that loads, each
         refused object replaced by its last good text. Raises PolicyError when the rest
         does not load: then nothing is served from this reload, as for the other sources."""
+        listed = objects.texts
         chosen: dict[str, str] = {}
         refused: list[Issue] = []
+        self._refused = {}
         for name, text in listed.items():
             issues = () if self._good.get(name) == text else _own_issues(name, text)
             if not issues:
                 chosen[name] = text
                 continue
             refused.extend(issues)
+            self._refused[name] = (REASON_INVALID, issues)
             if name in self._good:
                 chosen[name] = self._good[name]
         try:
@@ -138,13 +158,47 @@ class PolicySources:
             if not newer:
                 raise PolicyError([*refused, *e.issues]) from e
             refused.extend(i for i in e.issues if i.policy in newer)
+            for name in chosen:
+                if _policy_name(name) in newer:
+                    taken = tuple(i for i in e.issues if i.policy == _policy_name(name))
+                    self._refused[name] = (REASON_REJECTED, taken)
             chosen = {n: t for n, t in chosen.items() if _policy_name(n) not in newer}
             try:
                 policy_set = load_policies(self.paths, texts | chosen)
             except PolicyError as again:
                 raise PolicyError([*refused, *again.issues]) from again
+        self._good_generation = {
+            name: objects.generations.get(name, 0)
+            if listed.get(name) == text
+            else self._good_generation.get(name, 0)
+            for name, text in chosen.items()
+        }
         self._good = chosen
         return PartialSet(policy_set, tuple(refused))
+
+    def _outcomes(self, objects: PolicyObjects, status: ReloadStatus) -> dict[str, Outcome]:
+        """What this worker made of each object's generation after the reload, by object
+        name: served, refused on its own (Invalid), or not served with the others
+        (Rejected: a policy name taken, or the whole set refused for another reason)."""
+        outcomes: dict[str, Outcome] = {}
+        for name, text in objects.texts.items():
+            generation = objects.generations.get(name, 0)
+            serving = self._good_generation.get(name) if name in self._good else None
+            reason, issues = self._refused.get(name, ("", ()))
+            if not issues and self._good.get(name) == text:
+                outcomes[_policy_name(name)] = Outcome(generation, generation)
+                continue
+            if not issues:  # the whole reload was refused: its issues in this object first
+                reason = REASON_REJECTED
+                issues = tuple(i for i in status.issues if i.location.file == name)
+                issues = issues or tuple(status.issues)
+            problems = tuple(
+                problem(i, text) if i.location.file == name else str(i) for i in issues
+            )
+            if not problems:
+                problems = (status.error or "the policy set was not loaded",)
+            outcomes[_policy_name(name)] = Outcome(generation, serving, problems, reason)
+        return outcomes
 
 
 def _own_issues(name: str, text: str) -> tuple[Issue, ...]:

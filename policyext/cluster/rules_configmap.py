@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from kubernetes import client as k8s
 
+from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
 from policyext.policy import POLICY_SUFFIXES
 
@@ -84,7 +85,7 @@ class ConfigMapWatch(ReflectedSource):
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         ref: ConfigMapRef,
         on_change: OnChange,
         *,
@@ -96,7 +97,7 @@ class ConfigMapWatch(ReflectedSource):
         self.on_change = on_change
         self.state: ConfigMapState | None = None  # None until the first list
         self._lock = threading.Lock()
-        core = k8s.CoreV1Api(api)
+        core = api.core
         list_one = functools.partial(
             core.list_namespaced_config_map,
             ref.namespace,
@@ -167,8 +168,8 @@ class PolicyEvents:
     the ConfigMap's resourceVersion, so the workers' identical Events collapse into one (the
     second create is refused as already existing) and RBAC needs only `create`."""
 
-    def __init__(self, api: k8s.ApiClient, instance: str) -> None:
-        self.core = k8s.CoreV1Api(api)
+    def __init__(self, api: ApiClients, instance: str) -> None:
+        self.core = api.core
         self.instance = instance
 
     def record(self, state: ConfigMapState, ok: bool, message: str) -> None:

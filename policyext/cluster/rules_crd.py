@@ -5,7 +5,9 @@ watched with the reflector that keeps the node caches, so a dropped stream resum
 API server restart is survived. Each object is one policy text, named
 `schedulingpolicy/NAME` in errors: the object written as YAML with what its author wrote
 (apiVersion, kind, its name, its spec; not what the API server added, nor the status), so
-that a status update or a new resourceVersion reloads nothing.
+that a status update or a new resourceVersion reloads nothing. Each text's object
+generation goes with it (what the status says is served); `on_objects` hears of every
+object as the API server has it, status included (status_writer.py compares with it).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import yaml
-from kubernetes import client as k8s
 
+from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
 
 GROUP: Final = "policyext.io"
@@ -29,13 +31,16 @@ TEXT_PREFIX: Final = "schedulingpolicy/"
 
 OnChange = Callable[["PolicyObjects"], None]
 OnProblem = Callable[[str], None]
+OnObjects = Callable[[dict[str, Json]], None]
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyObjects:
-    """The SchedulingPolicies the API server last listed or reported, as policy texts."""
+    """The SchedulingPolicies the API server last listed or reported, as policy texts, and
+    the metadata.generation of each (by text name)."""
 
     texts: dict[str, str]
+    generations: dict[str, int] = field(default_factory=dict)
 
     @property
     def description(self) -> str:
@@ -66,19 +71,20 @@ class PolicyObjectsWatch(ReflectedSource):
 
     def __init__(
         self,
-        api: k8s.ApiClient,
+        api: ApiClients,
         on_change: OnChange,
         *,
         on_problem: OnProblem | None = None,
+        on_objects: OnObjects | None = None,
         watch_timeout: int = 300,
     ) -> None:
         super().__init__(RESOURCE, on_problem)
         self.on_change = on_change
+        self.on_objects = on_objects
         self.state: PolicyObjects | None = None  # None until the first list
         self._objects: dict[str, Json] = {}
         self._lock = threading.Lock()
-        custom = k8s.CustomObjectsApi(api)
-        list_all = functools.partial(custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
+        list_all = functools.partial(api.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
         self._reflector = Reflector(
             RESOURCE, list_all, _Handler(self), watch_timeout=watch_timeout, on_error=self._failed
         )
@@ -98,10 +104,19 @@ class PolicyObjectsWatch(ReflectedSource):
 
     def _publish(self) -> None:
         """Under the lock: report the texts, unless they did not change (a status update)."""
+        if self.on_objects is not None:
+            self.on_objects(self._objects)
         texts = {f"{TEXT_PREFIX}{name}": policy_text(obj) for name, obj in self._objects.items()}
-        if self.state is not None and self.state.texts == texts:
+        generations = {
+            f"{TEXT_PREFIX}{name}": int((obj.get("metadata") or {}).get("generation") or 0)
+            for name, obj in self._objects.items()
+        }
+        # a new generation of the same text (a spec rewritten equal) reloads the same set,
+        # so that the status can say the new generation is served
+        state = PolicyObjects(texts, generations)
+        if self.state == state:
             return
-        self.state = PolicyObjects(texts)
+        self.state = state
         self.on_change(self.state)
 
 

@@ -165,10 +165,10 @@ class Reflector:
                 if self._relist.is_set():
                     continue  # the stream was ended on purpose
                 delay = self._backoff.next_delay()
-                self.last_error = f"{_describe(e)}; retrying in {delay:.1f} s"
+                self.last_error = f"{describe(e)}; retrying in {delay:.1f} s"
                 log.warning("%s: %s", self.name, self.last_error)
                 if self.on_error is not None:
-                    self.on_error(_describe(e))
+                    self.on_error(describe(e))
                 self._stop.wait(delay)
 
     def _list(self) -> str:
@@ -270,7 +270,7 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield pending
 
 
-def _describe(error: Exception) -> str:
+def describe(error: Exception) -> str:
     if isinstance(error, ApiException):
         return f"HTTP {error.status} {error.reason}"
     return f"{type(error).__name__}: {error}"

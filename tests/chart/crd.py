@@ -68,7 +68,7 @@ PRINTER_COLUMNS: Final = [
         "name": "Ready",
         "type": "string",
         "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
-        "description": "Whether every extender replica serves this generation of the policy.",
+        "description": "Whether this generation is served (no replica that read it refused it).",
     },
     {
         "name": "Filters",

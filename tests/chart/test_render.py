@@ -126,6 +126,7 @@ LEASE_BINDING = ("RoleBinding", NAMESPACE, "Role", f"{FULLNAME}-leader-election"
             {EXTENDER_BINDING, CONFIGMAP_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS},
         ),
         ("leader-election", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
+        ("crd", None, {EXTENDER_BINDING, LEASE_BINDING, *SECOND_SCHEDULER_BINDINGS}),
     ],
 )
 def test_the_extenders_and_kube_schedulers_rights_go_to_their_own_service_accounts(
@@ -341,6 +342,7 @@ CLIENT_CERTS = [
         ("tls-secret", [*EXTENDER_SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
         ("tls-cert-manager", [*SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
         ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:], AUDIT, SHUTDOWN]),
+        ("crd", [*SERVE, "--rules-crd", *WORKERS, AUDIT, SHUTDOWN]),
     ],
 )
 def test_the_extender_is_served_with_the_policy_and_tls_flags(
@@ -493,6 +495,7 @@ def test_the_ci_values_files_cover_every_mode_and_option() -> None:
         "dashboard.enabled",
         "tls.enabled",
         "policies.watch",
+        "policies.crd",
         "prometheusRule.enabled",
     } <= flags
 

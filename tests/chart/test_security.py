@@ -163,6 +163,17 @@ CONFIGMAP = {
     "resourceNames": [f"{FULLNAME}-policies"],
     "verbs": ["get", "list", "watch"],
 }
+OBJECTS = {
+    "apiGroups": ["policyext.io"],
+    "resources": ["schedulingpolicies"],
+    "verbs": ["list", "watch"],
+}
+# server-side apply of each replica's view: a patch, never an update
+OBJECTS_STATUS = {
+    "apiGroups": ["policyext.io"],
+    "resources": ["schedulingpolicies/status"],
+    "verbs": ["patch"],
+}
 NO_AUDIT = "extender.auditEventsPerSecond=0"
 BIND = "extender.bind=true"
 WATCH = ["policies.mount=false", "policies.watch=true"]
@@ -184,6 +195,13 @@ WATCH = ["policies.mount=false", "policies.watch=true"]
         ([NO_AUDIT, *WATCH], [NODES, PODS], [CONFIGMAP, EVENTS]),
         ([BIND, *WATCH], [NODES, PODS_READ, BINDING, EVENTS], [CONFIGMAP, EVENTS]),
         ([*EXTENDER_MODE, NO_AUDIT], [NODES, PODS], None),
+        # the SchedulingPolicy objects, and their status
+        ([NO_AUDIT, "policies.crd=true"], [NODES, PODS, OBJECTS, OBJECTS_STATUS], None),
+        (
+            [BIND, *WATCH, "policies.crd=true"],
+            [NODES, PODS_READ, BINDING, EVENTS, OBJECTS, OBJECTS_STATUS],
+            [CONFIGMAP, EVENTS],
+        ),
         (
             [*EXTENDER_MODE, BIND, *WATCH],
             [NODES, PODS_READ, BINDING, EVENTS],
@@ -206,6 +224,7 @@ def test_the_extenders_rules_are_exactly_what_its_enabled_features_use(
     # and the extender runs with what the rules allow
     extender = rendered.container("extender")
     assert ("--bind-verb" in extender["args"]) is (BIND in sets)
+    assert ("--rules-crd" in extender["args"]) is (OBJECTS in cluster_rules)
     audit = float(_arg(extender, "--audit-events-per-second") or "nan")
     assert (audit > 0) is (EVENTS in cluster_rules)
 

@@ -53,7 +53,7 @@ CONTROL_PLANE = "networkPolicy.from[0].ipBlock.cidr=172.16.0.0/28"
         (["extender.shutdownDelaySeconds=-1"], "at '/extender/shutdownDelaySeconds': minimum"),
         (
             ["policies.mount=false"],
-            "policies.mount and policies.watch are both false",
+            "policies.mount, policies.watch and policies.crd are all false",
         ),
         (
             [
@@ -117,6 +117,8 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
     assert "policies.allowEmpty=true" in str(refused.value)
     assert chart.render([], [ALLOW_EMPTY]).deployment
     assert chart.render([], ["policies.existingConfigMap=mine"]).deployment
+    # the SchedulingPolicy objects are the policies: none need be given to the chart
+    assert chart.render([], ["policies.crd=true", "policies.mount=false"]).deployment
 
 
 @pytest.mark.parametrize(
@@ -126,6 +128,7 @@ def test_no_policies_at_all_are_refused_unless_allowed_explicitly(chart: Chart) 
         ["replicaCount=1", "scheduler.leaderElection.enabled=false"],
         ["mode=extender", "replicaCount=3", "networkPolicy.enabled=false"],
         ["policies.mount=false", "policies.watch=true"],
+        ["policies.mount=false", "policies.watch=true", "policies.crd=true"],
         ["podDisruptionBudget.maxUnavailable=", "podDisruptionBudget.minAvailable=50%"],
         ["tls.enabled=true", "tls.existingSecret=mine", "tls.clientAuth=false"],
         # the acknowledgements: each unsafe choice in extender mode, made on purpose

@@ -2,20 +2,24 @@
 a pod, create its Binding, create an Event), answering as the API server does: 404 for a
 pod that does not exist, 409 for one already bound or whose UID precondition fails. It
 keeps the pods it was given and records every Binding and Event created, so a test sees
-what was (not) written to the cluster."""
+what was (not) written to the cluster.
+
+`fake_api` puts it (or any stand-in) where every module of policyext.cluster takes its
+clients from (cluster/client.py's `ApiClients`): nothing is patched module by module."""
 
 from __future__ import annotations
 
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
+from policyext.cluster.client import ApiClients
 
 Json = dict[str, Any]
 
@@ -83,8 +87,17 @@ class FakeCore:
         return body
 
 
+def fake_api(core: object = None, custom: object = None) -> ApiClients:
+    """The clients with `core` and `custom` stood in for (each the real group over no
+    connection when not given: for a source fed by hand, which never calls it)."""
+    unconnected = ApiClients.over(k8s.ApiClient())
+    return ApiClients(
+        cast(k8s.CoreV1Api, core or unconnected.core),
+        cast(k8s.CustomObjectsApi, custom or unconnected.custom),
+        unconnected.host,
+    )
+
+
 def fake_binder(core: FakeCore, source: ClusterSource | None = None) -> ClusterBinder:
     """The real binder over the fake API (no retries: the fake answers at once)."""
-    binder = ClusterBinder(k8s.ApiClient(), source, retry_budget=0.0, sleep=lambda _: None)
-    binder.core = core  # type: ignore[assignment]
-    return binder
+    return ClusterBinder(fake_api(core), source, retry_budget=0.0, sleep=lambda _: None)

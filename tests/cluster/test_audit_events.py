@@ -8,7 +8,6 @@ import copy
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.audit_events import (
     EVENT_MESSAGE_LIMIT,
@@ -22,7 +21,7 @@ from policyext.cluster.audit_events import (
 from policyext.cluster.cache import ClusterSource
 from policyext.policy.compile import load_policy_texts
 from policyext.policy.engine import evaluate
-from tests.cluster.fake_core import FakeCore
+from tests.cluster.fake_core import FakeCore, fake_api
 
 POLICY = """\
 apiVersion: policyext.io/v1alpha1
@@ -137,14 +136,13 @@ PENDING = {"metadata": {"name": "web-2", "namespace": "shop", "uid": "u-2"}, "sp
 
 
 def _recorder() -> tuple[AuditEvents, FakeCore]:
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [_node(n) for n in CLUSTER_NODES])
     source.replace("pods", [copy.deepcopy(BOUND)])  # the pod watch: bound pods only
     core = FakeCore()
     core.add(copy.deepcopy(BOUND))
     core.add(copy.deepcopy(PENDING))
-    events = AuditEvents(k8s.ApiClient(), source, "policyext-0", rate=1000, start=False)
-    events.core = core  # type: ignore[assignment]
+    events = AuditEvents(fake_api(core), source, "policyext-0", rate=1000, start=False)
     return events, core
 
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
-from tests.cluster.fake_core import FakeCore, fake_binder
+from tests.cluster.fake_core import FakeCore, fake_api, fake_binder
 from tests.server.kube import node, pod
 
 WEB = pod("web-0", "shop")
@@ -29,7 +28,7 @@ class _Bind:
 
 
 def _cluster(cached: bool) -> tuple[FakeCore, ClusterSource]:
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node("a"), node("b")])
     source.replace("pods", [copy.deepcopy(WEB)] if cached else [])
     core = FakeCore()

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from policyext.cli import main
-from policyext.cluster.client import ClusterSettings, api_client
+from policyext.cluster.client import ClusterSettings, api_clients
 from policyext.cluster.listing import ClusterReadError, cluster_snapshot, configmap_rule_texts
 
 POLICY = """\
@@ -127,7 +127,7 @@ def kubeconfig(fake_api: FakeApi, tmp_path: Path) -> Path:
 
 
 def _client(kubeconfig: Path) -> Any:
-    return api_client(ClusterSettings(str(kubeconfig)))
+    return api_clients(ClusterSettings(str(kubeconfig)))
 
 
 def test_the_listing_reads_every_page_and_counts_bound_pods_on_their_nodes(

@@ -8,10 +8,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kubernetes import client as k8s
-
 from policyext.cluster.cache import ClusterSource
 from policyext.policy.engine import prepare
+from tests.cluster.fake_core import fake_api
 from tests.policy.helpers import NOW, node, pod, policies, policy
 
 POLICY = policies(
@@ -49,7 +48,7 @@ def _bound(i: int, name: str, cpu: str) -> dict[str, Any]:
 
 
 def test_requests_racing_node_and_pod_events_never_serve_a_stale_value_afterwards() -> None:
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [_node(n, 1) for n in NAMES])
     source.replace("pods", [])
     errors: list[BaseException] = []

@@ -7,7 +7,6 @@ and the others' updates do. (tests/e2e/test_crd.py serves them from a real API s
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from policyext.policy.compile import NOT_LOADED
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 from policyext.wsgi import _reloaded
+from tests.cluster.fake_core import fake_api
 from tests.cluster.policies import BROKEN, rejecting
 
 
@@ -43,15 +43,11 @@ B = policy_object(rejecting("b", "gpu"))
 
 
 class _Watch:
-    """PolicyObjectsWatch's bookkeeping without a client."""
+    """PolicyObjectsWatch's bookkeeping, fed by hand (never started: no API server)."""
 
     def __init__(self) -> None:
         self.changes: list[PolicyObjects] = []
-        self.watch = PolicyObjectsWatch.__new__(PolicyObjectsWatch)
-        self.watch.state = None
-        self.watch.on_change = self.changes.append
-        self.watch._objects = {}
-        self.watch._lock = threading.Lock()
+        self.watch = PolicyObjectsWatch(fake_api(), self.changes.append)
         self.handler = _Handler(self.watch)
 
 

@@ -141,6 +141,7 @@ def can(
     subresource: str = "",
     namespace: str = "",
     name: str = "",
+    group: str = "",
 ) -> bool:
     """What the API server's authorizer answers for the client's own identity."""
     review = client.create(
@@ -148,6 +149,7 @@ def can(
         {
             "spec": {
                 "resourceAttributes": {
+                    "group": group,
                     "verb": verb,
                     "resource": resource,
                     "subresource": subresource,

@@ -18,7 +18,7 @@ import yaml
 from policyext.cel.lib.quantity import Quantity
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.client import ClientConfigError, ClusterSettings, api_client
+from policyext.cluster.client import ApiClients, ClientConfigError, ClusterSettings, api_clients
 from policyext.cluster.watch import Reflector
 from tests.e2e.controlplane import (
     PATIENCE,
@@ -56,8 +56,10 @@ class _Bind:
     node: str
 
 
-def _api(control_plane: ControlPlane) -> Any:
-    return api_client(ClusterSettings(kubeconfig=str(control_plane.admin_kubeconfig)))
+def _api(control_plane: ControlPlane) -> ApiClients:
+    api = api_clients(ClusterSettings(kubeconfig=str(control_plane.admin_kubeconfig)))
+    assert api is not None
+    return api
 
 
 @pytest.fixture
@@ -315,9 +317,7 @@ class _Stream:
 def test_a_410_gone_on_the_watch_makes_the_reflector_list_again_and_watch_on(
     control_plane: ControlPlane, admin: KubeClient
 ) -> None:
-    from kubernetes import client as k8s
-
-    list_node = _ExpiredOnce(k8s.CoreV1Api(_api(control_plane)).list_node)
+    list_node = _ExpiredOnce(_api(control_plane).core.list_node)
     recorder = _Recorder()
     reflector = Reflector("nodes", list_node, recorder)
     reflector.start()
@@ -434,7 +434,7 @@ def test_a_bind_that_cannot_reach_the_api_server_is_retried_then_reported() -> N
     unreachable.retries = 0  # count our retries, not urllib3's
     pauses: list[float] = []
     binder = ClusterBinder(
-        k8s.ApiClient(unreachable),
+        ApiClients.over(k8s.ApiClient(unreachable)),
         retry_budget=1.0,
         clock=lambda: sum(pauses),  # time passes only in the pauses: no real waiting
         sleep=pauses.append,
@@ -464,14 +464,14 @@ def test_the_connection_is_configured_from_a_kubeconfig_or_nothing(
     assert isinstance(settings, ClusterSettings)
     if outcome == "error":
         with pytest.raises(ClientConfigError):
-            api_client(settings)
+            api_clients(settings)
         return
-    api = api_client(settings)
+    api = api_clients(settings)
     if outcome == "none":
         assert api is None
     else:
         assert api is not None
-        assert api.configuration.host == control_plane.server
+        assert api.host == control_plane.server
 
 
 # --------------------------------------------------------------------------- end to end

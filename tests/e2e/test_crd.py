@@ -24,12 +24,14 @@ from tests.chart.crd import OUTPUT as CRD_FILE
 from tests.cli.run import RULES, policyext
 from tests.e2e.controlplane import PATIENCE, ApiError, ControlPlane, KubeClient
 from tests.e2e.extender import Extender, eventually
+from tests.e2e.rbac import can, grant_extender_rbac
 
 pytestmark = pytest.mark.e2e
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 CRD_NAME = "schedulingpolicies.policyext.io"
-POLICIES = "/apis/policyext.io/v1alpha1/schedulingpolicies"
+PLURAL = "schedulingpolicies"
+POLICIES = f"/apis/policyext.io/v1alpha1/{PLURAL}"
 STRICT = {"fieldValidation": "Strict"}
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 Json = dict[str, Any]
@@ -373,3 +375,171 @@ def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
         )
     finally:
         extender.stop()
+
+
+def _ready_condition(obj: Json) -> Json:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return dict(condition)
+    return {}
+
+
+def _by_pod(obj: Json) -> dict[str, Json]:
+    return {e["pod"]: e for e in (obj.get("status") or {}).get("byPod") or []}
+
+
+REPLICAS = ("policyext-a", "policyext-b")
+GROUP = "policyext.io"
+
+
+def _chart_identity(control_plane: ControlPlane, admin: KubeClient, namespace: str) -> Path:
+    """A kubeconfig of a new ServiceAccount granted exactly the chart's ClusterRole of the
+    extender with `policies.crd=true` (and nothing else): what a replica runs with."""
+    account = "policyext-crd"
+    grant_extender_rbac(
+        admin,
+        features=("policies.crd=true",),
+        name=f"{namespace}-{account}",
+        subjects=[{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    )
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}},
+    )
+    token = admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    identity = KubeClient(admin.port, token, admin.context)
+    eventually(lambda: can(identity, "patch", PLURAL, subresource="status", group=GROUP))
+    assert can(identity, "watch", PLURAL, group=GROUP)
+    assert not can(identity, "update", PLURAL, group=GROUP)  # the spec is the authors'
+    assert not can(identity, "update", PLURAL, subresource="status", group=GROUP)
+    path = control_plane.workdir / f"{namespace}-{account}.kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "e2e",
+                        "cluster": {
+                            "server": control_plane.server,
+                            "certificate-authority": str(control_plane.ca_file),
+                        },
+                    }
+                ],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": account}}],
+                "current-context": "e2e",
+            }
+        )
+    )
+    path.chmod(0o600)
+    return path
+
+
+def _says(obj: Json, ready: str, served: int) -> bool:
+    """The status describes the object's generation: Ready is `ready`, and every replica
+    has read that generation and serves generation `served`."""
+    generation = obj["metadata"]["generation"]
+    entries = _by_pod(obj)
+    return (
+        (obj.get("status") or {}).get("observedGeneration") == generation
+        and _ready_condition(obj).get("status") == ready
+        and sorted(entries) == sorted(REPLICAS)
+        and all(
+            e["observedGeneration"] == generation and e.get("servingGeneration") == served
+            for e in entries.values()
+        )
+    )
+
+
+def test_the_status_says_which_generation_every_replica_serves_and_why_one_is_refused(
+    policies: KubeClient, control_plane: ControlPlane, admin: KubeClient, namespace: str
+) -> None:
+    """Two `serve --rules-crd` replicas write one SchedulingPolicy's status through the real
+    API server: Ready with its generation and both replicas' entries; a broken generation
+    (a CEL error the API server cannot see) Ready False with the problem's field path and
+    position, the last good generation still serving on both; fixed, Ready again. Each
+    replica writes with its own field manager, and the status settles (no write loop). The
+    second replica runs with the chart's RBAC for `policies.crd` alone."""
+    spot = yaml.safe_load((RULES / "critical-off-spot.yaml").read_text())
+    name = spot["metadata"]["name"]
+    path = f"{POLICIES}/{name}"
+    first = policies.request("POST", POLICIES, spot, query=STRICT)["metadata"]["generation"]
+    kubeconfigs = [
+        control_plane.admin_kubeconfig,
+        _chart_identity(control_plane, admin, namespace),
+    ]
+    extenders = [
+        Extender(
+            control_plane,
+            kubeconfig,
+            [],
+            name=replica,
+            args=["--rules-crd", "--replica-name", replica, "--audit-events-per-second", "0"],
+        )
+        for replica, kubeconfig in zip(REPLICAS, kubeconfigs, strict=True)
+    ]
+    for extender in extenders:
+        extender.start()
+    try:
+        ready = policies.wait_for(path, lambda o: _says(o, "True", first))
+        status = ready["status"]
+        assert (status["filters"], status["scores"], status["mode"]) == (1, 0, "Enforce")
+        condition = _ready_condition(ready)
+        assert (condition["reason"], condition["observedGeneration"]) == ("Served", first)
+        assert all(e["status"] == "True" for e in _by_pod(ready).values())
+        managers = {f["manager"] for f in ready["metadata"]["managedFields"]}
+        assert {f"policyext/{r}" for r in REPLICAS} <= managers
+        table = _table(policies, path)
+        assert table["rows"][0]["cells"][:5] == [name, "True", 1, 0, "Enforce"]
+
+        broken = copy.deepcopy(spot)
+        broken["spec"]["filters"][0]["expression"] = "node.metadata.labelz.size() == 0"
+        current = policies.get(path)["metadata"]
+        second = policies.request("PUT", path, broken | {"metadata": current})["metadata"][
+            "generation"
+        ]
+        assert second > first
+        refused = policies.wait_for(path, lambda o: _says(o, "False", first))
+        condition = _ready_condition(refused)
+        assert (condition["reason"], condition["observedGeneration"]) == ("Invalid", second)
+        assert condition["message"].startswith(
+            f"generation {second} is not served (generation {first} keeps serving): "
+            "spec.filters[0].expression: 1:15: no field 'labelz' in ObjectMeta"
+        ), condition["message"]
+        for entry in _by_pod(refused).values():
+            assert entry["status"] == "False" and entry["reason"] == "Invalid"
+            assert entry["message"].startswith("spec.filters[0].expression: 1:15: no field")
+        # both replicas still serve the last good generation, as `validate` reads it
+        from_file = policyext("validate", RULES / "critical-off-spot.yaml", "-o", "json")
+        for extender in extenders:
+            assert _served(extender)["version"] == json.loads(from_file.stdout)["version"]
+        assert _table(policies, path)["rows"][0]["cells"][1] == "False"
+
+        # the status settles: once both replicas have said it, nothing is written again.
+        # Another object's status being written by both shows that both writers have gone
+        # over every object since (each pass does), and left this one alone.
+        settled = policies.get(path)["metadata"]["resourceVersion"]
+        cpu = yaml.safe_load((RULES / "most-free-cpu.yaml").read_text())
+        other = policies.request("POST", POLICIES, cpu, query=STRICT)["metadata"]
+        policies.wait_for(
+            f"{POLICIES}/{cpu['metadata']['name']}",
+            lambda o: _says(o, "True", other["generation"]),
+        )
+        assert policies.get(path)["metadata"]["resourceVersion"] == settled
+
+        fixed = copy.deepcopy(spot)
+        fixed["spec"]["filters"][0]["message"] = "no spot nodes for critical pods"
+        current = policies.get(path)["metadata"]
+        third = policies.request("PUT", path, fixed | {"metadata": current})["metadata"][
+            "generation"
+        ]
+        again = policies.wait_for(path, lambda o: _says(o, "True", third))
+        assert all("message" not in e for e in _by_pod(again).values())
+    finally:
+        for extender in extenders:
+            extender.stop()

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
@@ -23,6 +22,7 @@ from policyext.policy.compile import PolicySet, load_policy_texts
 from policyext.policy.engine import evaluate, prepare
 from policyext.policy.model import PolicyError
 from policyext.policy.verdicts import Evaluation
+from tests.cluster.fake_core import fake_api
 from tests.policy.helpers import NOW
 
 # -- expressions -------------------------------------------------------------------------
@@ -386,7 +386,7 @@ def test_the_column_evaluator_agrees_with_the_per_node_evaluator_on_every_node(
 def _cluster(made: list[Any]) -> tuple[ClusterSource, list[str]]:
     """The nodes and bound pods of `made` in a live node source fed by hand."""
     snap, node_list = snapshot(made)
-    source = ClusterSource(k8s.ApiClient())  # no API server
+    source = ClusterSource(fake_api())  # no API server
     source.replace("nodes", node_list)
     bound = [p for p in snap.pods if p.get("spec", {}).get("nodeName")]
     for pod in bound:
@@ -458,7 +458,7 @@ def test_a_pod_never_seen_before_evaluates_no_node_value_again() -> None:
     from tests.policy.helpers import pod as make_pod
 
     policy_set = policies(policy("p", CPU_FITS))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
     source.replace("pods", [])
 
@@ -545,7 +545,7 @@ def test_a_binding_makes_only_what_counts_the_nodes_pods_be_evaluated_again(case
             f'filters:\n- {{name: r, expression: "{expression}"}}\n',
         )
     )
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
     source.replace("pods", [])
     pod = make_pod(cpu="1500m")
@@ -609,7 +609,7 @@ def test_a_node_list_given_again_is_answered_as_afresh_whatever_changed_between(
     from tests.policy.helpers import pod as make_pod
 
     policy_set = policies(policy("p", FREE_CPU_AND_ZONE))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, cpu=c) for n, c in [("a", "1"), ("b", "2"), ("c", "4")]])
     source.replace("pods", [])
     names = list("abc")  # one list object, given again and again
@@ -710,7 +710,7 @@ def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str, cha
     section, expression, before, after = ROW_CHANGES[kind]
     policy_set = policies(policy("p", f'{section}:\n- {{name: r, expression: "{expression}"}}\n'))
     ranks = {"a": "1", "b": "5", "c": "9"}
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace(
         "nodes",
         [
@@ -776,7 +776,7 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
     policy_set = policies(policy("p", "filters:\n" + rules))
     roots = [rule.compiled.plan.columns.root for rule in policy_set.policies[0].filters]  # type: ignore[union-attr]
     assert all(getattr(root, "admits", None) is not None for root in roots), "tested as orders"
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     names = [f"n{i}" for i in range(len(SIZES) + 1)]
     source.replace(
         "nodes",
@@ -798,7 +798,7 @@ def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one
 
     rule = "node.metadata.?labels.?zone.orValue('') == 'a'"
     policy_set = policies(policy("p", f'filters:\n- {{name: r, expression: "{rule}"}}\n'))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, labels={"zone": "a"}) for n in "abc"])
     source.replace("pods", [])
     names, pod = list("abc"), make_pod()
@@ -851,7 +851,7 @@ def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
         "b": {"zone": "a"},  # no rank, no size: the node value fails here
         "c": {"rank": "1", "zone": "b", "size": "1"},
     }
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, cpu="2", labels=labels[n]) for n in "abc"])
     source.replace("pods", [])
     pod = make_pod(cpu="1500m", labels={"rank": "4"})
@@ -884,7 +884,7 @@ def _kept_decide_source() -> tuple[PolicySet, ClusterSource]:
     from tests.policy.helpers import node, policies, policy
 
     policy_set = policies(policy("p", KEPT_DECIDE))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     nodes = [node(n, labels=lb, cpu=c, ready=r) for n, lb, c, r in _DECIDE_NODES]
     source.replace("nodes", nodes)
     source.replace("pods", [])
@@ -1037,7 +1037,7 @@ def _one_rule(rule: dict[str, str], nodes: list[dict[str, Any]]) -> tuple[Policy
     fed by hand (no API server)."""
     from tests.policy.helpers import policies, policy
 
-    source = ClusterSource(k8s.ApiClient())
+    source = ClusterSource(fake_api())
     source.replace("nodes", nodes)
     source.replace("pods", [])
     return policies(policy("p", json.dumps(rule))), source
@@ -1177,7 +1177,7 @@ def test_a_new_pods_scores_are_decided_by_the_kept_values_alone_and_exactly(
 
     zone, changed = NEW_PODS_SCORED[case]
     policy_set = policies(policy("p", KEPT_SCORES))
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", [node(n, labels=lb, cpu=c) for n, lb, c in _SCORED_NODES])
     source.replace("pods", [])
     warm = make_pod("warm", annotations={"zone": "z1"})

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from policyext.cluster.cache import ClusterSource
@@ -27,7 +26,7 @@ from policyext.server.app import Options, create_app
 from policyext.server.binding import REASONS
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
-from tests.cluster.fake_core import FakeCore, fake_binder
+from tests.cluster.fake_core import FakeCore, fake_api, fake_binder
 from tests.server.kube import node, pod
 
 Json = dict[str, Any]
@@ -107,7 +106,7 @@ def _world(setup: Setup) -> World:
     store = PolicyStore()
     if setup.policies:
         assert store.reload(lambda: load_policy_texts({"pools.yaml": POLICY}), "test").ok
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     if setup.synced:
         source.replace("nodes", copy.deepcopy(NODES))
         listed = (

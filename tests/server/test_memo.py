@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
 from policyext.policy.engine import prepare
 from policyext.server import remembered, verbs, wire
+from tests.cluster.fake_core import fake_api
 from tests.policy.helpers import NOW, node, pod, policies, policy
 
 SPOT_AND_CPU = policy(
@@ -47,7 +47,7 @@ class MovingSource(ClusterSource):
     through its generation and its nodes' versions."""
 
     def __init__(self, nodes: list[dict[str, Any]]) -> None:
-        super().__init__(k8s.ApiClient())
+        super().__init__(fake_api())
         super().replace("nodes", copy.deepcopy(nodes))
         super().replace("pods", [])
 
@@ -328,7 +328,7 @@ CLUSTER_CHANGES: list[tuple[str, Callable[[Any], None]]] = [
 
 
 def test_the_cluster_source_generation_advances_with_every_change_a_reply_depends_on() -> None:
-    source = ClusterSource(k8s.ApiClient())
+    source = ClusterSource(fake_api())
     seen = [source.generation]
     for _, change in CLUSTER_CHANGES:
         change(source)

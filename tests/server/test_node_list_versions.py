@@ -10,10 +10,10 @@ from typing import Any
 
 import orjson
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
 from policyext.server import verbs, wire
+from tests.cluster.fake_core import fake_api
 from tests.policy.helpers import NOW, node, pod, policies, policy
 
 POLICY = policy(
@@ -34,7 +34,7 @@ HELD = [
 
 
 def _source() -> ClusterSource:
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: no API server
+    source = ClusterSource(fake_api())  # fed by hand: no API server
     source.replace("nodes", copy.deepcopy(HELD))
     source.replace("pods", [])
     return source

@@ -8,7 +8,6 @@ import copy
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
@@ -16,6 +15,7 @@ from policyext.policy.node_source import LiveNodeSource
 from policyext.server.app import create_app
 from policyext.server.verbs import _VictimFreeSource
 from policyext.store import PolicyStore
+from tests.cluster.fake_core import fake_api
 from tests.server.harness import CLUSTER
 from tests.server.kube import node, pod
 
@@ -25,7 +25,7 @@ def _snapshot() -> SnapshotSource:
 
 
 def _cluster() -> ClusterSource:
-    source = ClusterSource(k8s.ApiClient())
+    source = ClusterSource(fake_api())
     source.replace("nodes", [node("a"), node("b")])
     source.replace("pods", [])
     return source
@@ -79,7 +79,7 @@ def test_preemptions_view_never_shares_a_generation_or_kept_values_with_its_sour
 
 
 def test_the_cluster_source_is_fed_through_its_public_seam() -> None:
-    source = ClusterSource(k8s.ApiClient())
+    source = ClusterSource(fake_api())
     assert not source.ready()
     source.replace("nodes", [node("a")])
     source.replace("pods", [])

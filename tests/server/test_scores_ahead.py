@@ -19,7 +19,6 @@ from typing import Any, Final
 
 import orjson
 import pytest
-from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from policyext.cluster.cache import ClusterSource
@@ -27,6 +26,7 @@ from policyext.policy.compile import PolicySet, load_policy_texts
 from policyext.server import verbs
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
+from tests.cluster.fake_core import fake_api
 from tests.policy.helpers import NOW, node, pod, policy
 from tests.server.entrances import InProcessVerbs
 
@@ -137,7 +137,7 @@ def _server(text: str = PLACEMENT, ahead: bool = True) -> Server:
     """A server of its own: its own policy set and node source (so its own caches)."""
     store = PolicyStore()
     assert store.reload(lambda: _policies(text), "test").ok
-    source = ClusterSource(k8s.ApiClient())
+    source = ClusterSource(fake_api())
     source.replace("nodes", copy.deepcopy(NODES))
     source.replace("pods", [])
     hot = InProcessVerbs(store, source, Metrics(CollectorRegistry()), _clock, 1 << 20, "")

@@ -204,5 +204,5 @@ skew policy forbids a scheduler newer than the API server). Providers' suffixes
 
 {{/* Whether the release serves no policy at all (allowed only with policies.allowEmpty). */}}
 {{- define "policyext.noPolicies" -}}
-{{- if not (or .Values.policies.inline .Values.policies.existingConfigMap) -}}true{{- end -}}
+{{- if not (or .Values.policies.inline .Values.policies.existingConfigMap .Values.policies.crd) -}}true{{- end -}}
 {{- end -}}

@@ -1,0 +1,64 @@
+"""A stand-in for the SchedulingPolicy objects' status subresource, answering a server-side
+apply as the API server does for the fields the extender writes: top-level fields set,
+`conditions` merged by type and `byPod` by pod (the CRD's list-map keys), the object's
+resourceVersion bumped and its generation left alone. It records every apply (object name,
+field manager, status sent); `failures` makes the next calls fail as an absent API server
+would. `written` is set at each apply that succeeds."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+
+Json = dict[str, Any]
+
+
+@dataclass
+class FakeCustom:
+    objects: dict[str, Json] = field(default_factory=dict)
+    applies: list[tuple[str, str, Json]] = field(default_factory=list)
+    failures: int = 0
+    written: threading.Event = field(default_factory=threading.Event)
+
+    def add(self, obj: Json) -> Json:
+        self.objects[obj["metadata"]["name"]] = copy.deepcopy(obj)
+        return obj
+
+    def patch_cluster_custom_object_status(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        name: str,
+        body: Json,
+        *,
+        field_manager: str,
+        force: bool,
+        _content_type: str,
+        **_: Any,
+    ) -> Json:
+        assert (group, version, plural) == ("policyext.io", "v1alpha1", "schedulingpolicies")
+        assert _content_type == "application/apply-patch+yaml" and force
+        if self.failures:
+            self.failures -= 1
+            raise urllib3.exceptions.MaxRetryError(None, "/", "Connection refused")  # type: ignore[arg-type]
+        applied = body["status"]
+        self.applies.append((name, field_manager, copy.deepcopy(applied)))
+        obj = self.objects[name]
+        status = obj.setdefault("status", {})
+        for key, value in applied.items():
+            if key in ("conditions", "byPod"):
+                by = "type" if key == "conditions" else "pod"
+                merged = {item[by]: item for item in status.get(key, [])}
+                merged |= {item[by]: copy.deepcopy(item) for item in value}
+                status[key] = list(merged.values())
+            else:
+                status[key] = value
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        self.written.set()
+        return copy.deepcopy(obj)
