@@ -6,9 +6,10 @@ import math
 import re
 from typing import Final
 
+from policyext.cel.civil import CivilTime
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.timeutil import parse_duration, parse_timestamp, time_zone
+from policyext.cel.timeutil import local_time, parse_duration, parse_timestamp
 from policyext.cel.values import (
     INT64_MAX,
     INT64_MIN,
@@ -291,41 +292,63 @@ def to_timestamp(value: object) -> Timestamp:
 
 
 # -- time accessors -----------------------------------------------------------------------
-def _local(name: str, ts: object, tz: object | None) -> object:
-    if type(ts) is not Timestamp:
-        raise no_such_overload(name, ts)
-    if tz is None:
-        return ts.to_datetime()
-    if type(tz) is not str:
-        raise no_such_overload(name, ts, tz)
-    return ts.to_datetime(time_zone(tz))
-
-
 def _timestamp_accessor(name: str, part: str) -> None:
     def read(ts: object, tz: object | None = None) -> int:
-        dt = _local(name, ts, tz)
+        if type(ts) is not Timestamp:
+            raise no_such_overload(name, ts)
+        if tz is not None:
+            if type(tz) is not str:
+                raise no_such_overload(name, ts, tz)
+            local = local_time(ts, tz)  # an unknown zone fails every accessor
+            return _millis(ts) if part == "milliseconds" else _civil_part(local, part)
+        if part == "milliseconds":
+            return _millis(ts)
+        dt = ts.to_datetime()
         if part == "year":
-            return dt.year  # type: ignore[attr-defined, no-any-return]
+            return dt.year
         if part == "month":
-            return dt.month - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.month - 1
         if part == "dayOfYear":
-            return dt.timetuple().tm_yday - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.timetuple().tm_yday - 1
         if part == "dayOfMonth":
-            return dt.day - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.day - 1
         if part == "date":
-            return dt.day  # type: ignore[attr-defined, no-any-return]
+            return dt.day
         if part == "dayOfWeek":
-            return (dt.weekday() + 1) % 7  # type: ignore[attr-defined, no-any-return]
+            return (dt.weekday() + 1) % 7
         if part == "hours":
-            return dt.hour  # type: ignore[attr-defined, no-any-return]
+            return dt.hour
         if part == "minutes":
-            return dt.minute  # type: ignore[attr-defined, no-any-return]
-        if part == "seconds":
-            return dt.second  # type: ignore[attr-defined, no-any-return]
-        return (ts.nanos % NANOS_PER_SECOND) // 1_000_000  # type: ignore[attr-defined, no-any-return]
+            return dt.minute
+        return dt.second
 
     _std.member(name, 0, receiver=Timestamp, result="int")(read)
     _std.member(name, 1, receiver=Timestamp, result="int", params=("string",))(read)
+
+
+def _millis(ts: Timestamp) -> int:
+    return (ts.nanos % NANOS_PER_SECOND) // 1_000_000
+
+
+def _civil_part(local: CivilTime, part: str) -> int:
+    """A part of a wall-clock time in a zone, numbered as cel-go numbers it."""
+    if part == "year":
+        return local.year
+    if part == "month":
+        return local.month - 1
+    if part == "dayOfYear":
+        return local.day_of_year
+    if part == "dayOfMonth":
+        return local.day - 1
+    if part == "date":
+        return local.day
+    if part == "dayOfWeek":
+        return local.weekday
+    if part == "hours":
+        return local.hour
+    if part == "minutes":
+        return local.minute
+    return local.second
 
 
 for _name, _part in (

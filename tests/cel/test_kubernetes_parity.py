@@ -58,6 +58,9 @@ def ours(expr: str) -> dict[str, Any]:
     return {"compiled": True, "value": as_json(value)}
 
 
+_AS_STRING = cel.compile("string(v)", {"v": cel.DYN})
+
+
 def as_json(value: Any) -> Any:
     """A value in the form the Go program prints it."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
@@ -79,26 +82,13 @@ def as_json(value: Any) -> Any:
         return {str(k): as_json(v) for k, v in value.items()}
     if isinstance(value, Optional):
         return {"optional": [as_json(value.value)] if value.has_value() else None}
-    if isinstance(value, Timestamp):
-        return _go_timestamp(value)
-    if isinstance(value, Duration):
-        seconds = value.nanos / 1e9
-        return f"{seconds:.9f}".rstrip("0").rstrip(".") + "s"
+    if isinstance(value, Timestamp | Duration):
+        return _AS_STRING.evaluate({"v": value})  # the Go program prints string(v)
     if isinstance(value, CELType):
         return {"string_of": str(value)}
     if getattr(type(value), "cel_type_name", None) == "kubernetes.Quantity":
         return {"unrenderable": str(value)}  # as Go prints it
     return {"unrenderable": repr(value)}
-
-
-def _go_timestamp(value: Timestamp) -> str:
-    """RFC 3339 with the fraction's trailing zeros dropped, as Go's RFC3339Nano."""
-    text = cel.format_timestamp(value)
-    if "." in text:
-        whole, frac = text[:-1].split(".")
-        frac = frac.rstrip("0")
-        return f"{whole}.{frac}Z" if frac else f"{whole}Z"
-    return text
 
 
 def accepted(answer: dict[str, Any]) -> bool:
