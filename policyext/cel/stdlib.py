@@ -143,13 +143,7 @@ def to_double(value: object) -> float:
     if t is int or t is UInt:
         return float(value)  # type: ignore[arg-type]
     if t is str:
-        if not _DOUBLE_TEXT.fullmatch(value):  # type: ignore[call-overload]
-            raise CELEvalError(f"cannot convert {value!r} to double")
-        result = float(value)  # type: ignore[arg-type]
-        if math.isinf(result) and "n" not in value.lower():  # type: ignore[attr-defined]
-            # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
-            raise CELEvalError(f"cannot convert {value!r} to double: out of range")
-        return result
+        return _parse_double(value)  # type: ignore[arg-type]
     raise no_such_overload("double", value)
 
 
@@ -157,9 +151,59 @@ def to_double(value: object) -> float:
 # scripts' digits, spaces and underscores, which CEL does not.
 _INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
 _UINT_TEXT: Final = re.compile(r"[0-9]+")
+# Go's strconv.ParseFloat: a decimal or hexadecimal (`0x1p-2`, its exponent required)
+# mantissa of at least one digit; underscores between digits (`1_000.5`), checked apart
 _DOUBLE_TEXT: Final = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+    r"[+-]?(?:0[xX](?P<hex>[0-9a-fA-F_]*(?:\.[0-9a-fA-F_]*)?)[pP][+-]?[0-9][0-9_]*"
+    r"|(?P<dec>[0-9_]*(?:\.[0-9_]*)?)(?:[eE][+-]?[0-9][0-9_]*)?)"
 )
+_INFINITIES: Final = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
+
+
+def _parse_double(text: str) -> float:
+    lowered = text.lower().replace("infinity", "inf")
+    if lowered in _INFINITIES:
+        return _INFINITIES[lowered]
+    if lowered == "nan":
+        return math.nan
+    m = _DOUBLE_TEXT.fullmatch(text)
+    mantissa = m and (m.group("hex") if m.group("hex") is not None else m.group("dec"))
+    if (
+        not mantissa
+        or not any(c not in "._" for c in mantissa)
+        or ("_" in text and not _underscores_between_digits(text))
+    ):
+        raise CELEvalError(f"cannot convert {text!r} to double")
+    plain = text.replace("_", "")
+    try:
+        result = float.fromhex(plain) if m.group("hex") is not None else float(plain)  # type: ignore[union-attr]
+    except OverflowError:
+        result = math.inf
+    if math.isinf(result):
+        # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
+        raise CELEvalError(f"cannot convert {text!r} to double: out of range")
+    return result
+
+
+def _underscores_between_digits(text: str) -> bool:
+    """Go's rule for `_` in a number: each one between two digits (a base prefix counts
+    as a digit)."""
+    body = text.lstrip("+-")
+    hexadecimal = body[:2].lower() == "0x"
+    digits = "0123456789abcdefABCDEF" if hexadecimal else "0123456789"
+    previous = "0" if hexadecimal else "^"  # the class of the last character seen
+    for c in body[2:] if hexadecimal else body:
+        if c in digits:
+            previous = "0"
+        elif c == "_":
+            if previous != "0":
+                return False
+            previous = "_"
+        elif previous == "_":
+            return False
+        else:
+            previous = "!"
+    return previous != "_"
 
 
 def format_double(value: float) -> str:

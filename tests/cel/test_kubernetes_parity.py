@@ -116,7 +116,10 @@ def _same(expr: str) -> None:
 def _unescaped(value: Any) -> Any:
     """Kubernetes shows an object's field `namespace` (a CEL reserved word) as
     `__namespace__` when the object is read whole; policyext keeps the JSON name (a
-    difference docs/cel.md lists). Selecting `.namespace` works in both."""
+    difference docs/cel.md lists). Selecting `.namespace` works in both. Go's JSON writes
+    a large double without an exponent (`9223372036854776000`): it is read back as one."""
+    if isinstance(value, dict) and set(value) == {"double"} and type(value["double"]) is int:
+        return {"double": float(value["double"])}
     if isinstance(value, dict):
         return {
             ("namespace" if k == "__namespace__" else k): _unescaped(v) for k, v in value.items()
