@@ -15,6 +15,7 @@ from policyext.cel.values import (
     INT64_MIN,
     NANOS_PER_SECOND,
     OPTIONAL_NONE,
+    TIMESTAMP_MIN_SECONDS,
     UINT64_MAX,
     CELType,
     Duration,
@@ -441,6 +442,8 @@ def optional_none() -> Optional:
 
 
 _ZERO_VALUES: Final = (0, 0.0, "", b"", False, None)
+# Go's zero time.Time, which cel-go's zero timestamp is: 0001-01-01T00:00:00Z, not the epoch
+_ZERO_TIMESTAMP_NANOS: Final = TIMESTAMP_MIN_SECONDS * NANOS_PER_SECOND
 
 
 @_std.function("optional.ofNonZeroValue", 1, result="optional_type")
@@ -452,7 +455,7 @@ def optional_of_non_zero(value: object) -> Optional:
         return OPTIONAL_NONE
     if t is Duration and value.nanos == 0:  # type: ignore[attr-defined]
         return OPTIONAL_NONE
-    if t is Timestamp and value.nanos == 0:  # type: ignore[attr-defined]
+    if t is Timestamp and value.nanos == _ZERO_TIMESTAMP_NANOS:  # type: ignore[attr-defined]
         return OPTIONAL_NONE
     return Optional(value)
 
