@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from typing import Any, ClassVar, Final
 
 from policyext.cel.civil import civil_from_seconds
@@ -307,7 +308,10 @@ def map_get(m: dict[object, object], key: object) -> tuple[bool, object]:
                 return (True, v)
         return (False, None)
     if tk is float and not key.is_integer():  # type: ignore[attr-defined]
-        return (False, None)
+        if math.isnan(key):  # type: ignore[arg-type]  # NaN is no key, not even itself (Python would find the same object)
+            return (False, None)
+        value = m.get(key, _MISSING)  # a key of a double (Kubernetes accepts them)
+        return (value is not _MISSING, value)
     value = m.get(key, _MISSING)
     if value is _MISSING:
         return (False, None)

@@ -1106,7 +1106,73 @@ TYPE_EDGES: Final = [
     "optional.ofNonZeroValue(pod.spec.containers).hasValue()",
     "[?optional.ofNonZeroValue(0), ?optional.ofNonZeroValue(1)]",
     "{?'a': optional.ofNonZeroValue(''), ?'b': optional.ofNonZeroValue('x')}",
+    # map literals (part 13): double and null keys, a key written twice keeps its last value
+    # (an absent optional entry removes it), the keys Kubernetes builds but cannot look up
+    "{1.5: 'a'}",
+    "{1.5: 'a'}[1.5]",
+    "{1.5: 'a'}[?1.5]",
+    "{1.5: 'a'}[?2]",
+    "{1.5: 'a'}.size()",
+    "{1.5: 'a'}.?x",
+    "{1.5: 'a', 1.5: 'b'}",
+    "{1.5: 'a'} == {dyn(1.5): 'a'}",
+    "1.5 in {1.5: 'a'}",
+    "{1.5: 'a'}.exists(k, k > 1.0)",
+    "{1.5: 'a'}.map(k, k + 1.0)",
+    "{1.5: 1}.all(k, v, v == 1)",
+    "{1.5: 'a'}.transformMap(k, v, v + 'b')",
+    "{1.5: 'a', 2.5: 'b'}.filter(k, k > 2.0)",
+    "{'a': 1}.transformMapEntry(k, v, {1.5: v})",
+    "{'a': 1, 'b': 2}.transformMapEntry(k, v, {1.5: v})",
+    "dyn({1.5: 'a'})[1.5]",
+    "{dyn(1.5): 'a'}[1.5]",
+    "{1.0: 'a'}[1]",
+    "{1.5: 'a', 2: 'b'}",
+    "{dyn(2): 'a'}[2.0]",
+    "{0.0: 1, -0.0: 2}.size()",
+    "{double('NaN'): 1}[double('NaN')]",
+    "{double('NaN'): 1, double('NaN'): 2}.size()",
+    "'%s'.format([{1.5: 'a'}])",
+    "{null: 1}",
+    "{null: 1}.size()",
+    "{dyn(null): 'a'}",
+    "null in {null: 1}",
+    "{null: 1}.map(k, k)",
+    "{null: 1}[null]",
+    "{null: 1, null: 2}[?null]",
+    "{null: 1, 'a': 2}",
+    "[1][null]",
+    "{'a': 1}[?null]",
+    "{'a': 1, 'a': 2}",
+    "{'a': 1, 'a': 2}['a']",
+    "{'a': 1, 'a': 2}.size()",
+    "{'a': 1, 'b': 2, 'a': 3}",
+    "{1: 'a', 1: 'b'}[1]",
+    "{true: 1, true: 2}",
+    "{?'a': optional.of(1), 'a': 2}",
+    "{'a': 1, ?'a': optional.none()}",
+    "{'a': 1, ?'a': optional.of(5)}",
+    "'%s'.format([{'a': 1, 'a': 2}])",
+    "{1: 'a', 1u: 'b'}",
+    "{1: 'a', 1.0: 'b'}",
+    "{1: 'a', true: 'b'}",
+    "{dyn(1): 'a', dyn('b'): 'c'}",
+    "{dyn('a'): 1, 'a': 2}",
+    "[1, 2].transformMapEntry(i, v, {'a': v})",
+    "{[1]: 1}.size()",
+    "{duration('1s'): 1}.size()",
+    "{dyn([1]): 'a'}.size()",
+    "{2.0: 'a'}[dyn(2)]",
+    "{dyn(1): 'a', dyn(1u): 'b'}.size()",
 ]
+
+_UNREADABLE_KEYS: Final = (
+    "Kubernetes' checker accepts a map keyed by a list, a map, a duration, a timestamp, a"
+    " type, an optional or a library value, but such a key can never be read back by index"
+    " (`m[k]` is refused or fails, lists and maps are keyed by their identity, bytes and"
+    " semver keys crash the evaluation): policyext refuses these keys when the rule is"
+    " written (a dyn one when the map is built)"
+)
 
 # expressions of TYPE_EDGES on which policyext still differs from Kubernetes, with the reason
 # (docs/cel.md lists them): the parity test expects them to differ, and fails once one agrees
@@ -1124,4 +1190,13 @@ KNOWN_DIFFERENCES: Final[dict[str, str]] = {
     " from 256 on it prints the precision modulo 256 decimals (`%.256f` prints `1`), and"
     " `%!(NOVERB)` past a million; policyext refuses a precision above 255 when the rule is"
     " written",
+    "{[1]: 1}.size()": _UNREADABLE_KEYS,
+    "{duration('1s'): 1}.size()": _UNREADABLE_KEYS,
+    "{dyn([1]): 'a'}.size()": _UNREADABLE_KEYS,
+    "{2.0: 'a'}[dyn(2)]": "an int or uint looks a double key of the same value up here, as"
+    " numbers compare across types in CEL; Kubernetes looks up an int among the int and uint"
+    " keys only (a double finds an int key there too)",
+    "{dyn(1): 'a', dyn(1u): 'b'}.size()": "a map here cannot hold keys that are equal"
+    " numbers of different types (1, 1u, 1.0), nor 1 and true: Python's dict takes them for"
+    " one key; Kubernetes keeps them apart. Kubernetes objects never have such keys",
 }

@@ -79,7 +79,7 @@ def as_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [as_json(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): as_json(v) for k, v in value.items()}
+        return {_go_key(k): as_json(v) for k, v in value.items()}
     if isinstance(value, Optional):
         return {"optional": [as_json(value.value)] if value.has_value() else None}
     if isinstance(value, Timestamp | Duration):
@@ -89,6 +89,17 @@ def as_json(value: Any) -> Any:
     if getattr(type(value), "cel_type_name", None) == "kubernetes.Quantity":
         return {"unrenderable": str(value)}  # as Go prints it
     return {"unrenderable": repr(value)}
+
+
+def _go_key(key: Any) -> str:
+    """A map key as Go's fmt prints it (the Go program's keys)."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "NULL_VALUE"
+    if isinstance(key, float):
+        return _AS_STRING.evaluate({"v": key})  # Go's %v of a double is CEL's string()
+    return str(key)
 
 
 def accepted(answer: dict[str, Any]) -> bool:
