@@ -302,6 +302,10 @@ class Planner:
         try:
             code = specializer(name, args)
         except CELEvalError as e:  # e.g. an invalid constant regex: a load-time error
+            if not _pattern_is_literal(node):
+                # as in Kubernetes, only a pattern written as a literal is checked when
+                # the rule is compiled; one an expression builds fails when evaluated
+                return None
             raise self.error(e.message, node) from None
         if code is not None and name == "matches":
             self.uses_frame = True  # it charges the cost of the match
@@ -858,6 +862,25 @@ _SPECIAL_OPERATORS: Final[dict[str, Callable[[Planner, ast.Call], Code]]] = {
     "_[_]": Planner.index,
     "_[?_]": Planner.optional_index,
 }
+
+
+def _pattern_is_literal(node: ast.Node) -> bool:
+    """Whether the pattern of `s.matches(p)`, `matches(s, p)` or `s.find(p, ...)` is a
+    literal string (or `dyn()` of one)."""
+    if not isinstance(node, ast.Call):
+        return True
+    position = 0 if node.target is not None else 1
+    if len(node.args) <= position:
+        return True
+    pattern = node.args[position]
+    while (  # cel-go plans `dyn(x)` as `x`: its regex is compiled with the program
+        isinstance(pattern, ast.Call)
+        and pattern.function == "dyn"
+        and pattern.target is None
+        and len(pattern.args) == 1
+    ):
+        pattern = pattern.args[0]
+    return isinstance(pattern, ast.Literal)
 
 
 def _specialize_global(name: str, args: list[Code]) -> Code | None:
