@@ -1354,6 +1354,23 @@ TYPE_EDGES: Final = [
     "duration('0s') == null",
     "timestamp(0) == null",
     "null == dyn(optional.none())",
+    # comprehensions nested in one another (part 18): as deep as Kubernetes nests them
+    "[1].map(x, [2].map(y, [3].map(z, x + y + z)))",
+    "[1].all(x, [2].all(y, [3].all(z, x < y && y < z)))",
+    "[1].exists(x, [2].exists(y, [3].exists(z, z == 3)))",
+    "{'a': 1}.map(k, {'b': 2}.map(k2, {'c': 3}.map(k3, k + k2 + k3)))",
+    "[1].map(x, [2].map(y, [3].map(z, [4].map(w, x + y + z + w))))",
+    "[[[1]]].map(a, a.map(b, b.map(c, c + 1)))",
+    "[1, 2].filter(x, [1].exists(y, [2].all(z, x + y <= z + 1)))",
+    "pod.spec.containers.all(c, c.ports.all(p, [1].exists(x, p.containerPort > x)))",
+    "node.status.conditions.map(c, node.status.addresses.map(a, [c.type].map(t, t + a.type)))",
+    "[1].map(x, [2].map(y, [3].map(z, [4].map(w, [5].map(v, v)))))",
+    "[1].transformList(i, x, [2].transformList(j, y, [3].transformList(k, z, x + y + z)))",
+    "{'a': 1}.transformMap(k, v, {'b': 2}.transformMap(k2, v2, {'c': 3}.transformMap(k3, v3, v + v2 + v3)))",
+    "[1].exists_one(x, [2].exists_one(y, [3].exists_one(z, true)))",
+    "[3, 1].sortBy(x, [x].map(y, [y].map(z, z))[0][0])",
+    "optional.of(1).optMap(x, [x].map(y, [y].map(z, [z].map(w, w))))",
+    "[1].map(x, optional.of(x).optMap(y, [y].map(z, [z].map(w, w + 1))))",
 ]
 
 _UNREADABLE_KEYS: Final = (
