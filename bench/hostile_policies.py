@@ -56,11 +56,6 @@ def _doubling(seed: str, times: int) -> str:
 BUDGET = "cost budget of 1000000 units exceeded"
 
 LOAD_TIME = [
-    HostileRule(
-        "comprehensions nested three deep",
-        "[1].all(a, [1].all(b, [1].all(c, true)))",
-        "comprehensions nested more than 2 deep",
-    ),
     HostileRule("60 nested parentheses", "(" * 60 + "true" + ")" * 60, "nest"),
     HostileRule("60 nested lists", "size(" + "[" * 60 + "]" * 60 + ") > 0", "nest"),
     HostileRule("a 20,000-character literal", "'" + "x" * 20_000 + "'.size() > 0", "too long"),

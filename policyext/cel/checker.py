@@ -72,7 +72,9 @@ _SELECTABLE: Final = frozenset(("map", "object", "dyn"))
 _NOT_SELECTABLE: Final = frozenset(
     ("int", "uint", "double", "string", "bytes", "bool", "null_type", "list")
 )
-_MAP_KEY_KINDS: Final = frozenset(("dyn", "string", "int", "uint", "bool"))
+# the map keys of CEL, and double and null, which Kubernetes' checker accepts too (a map
+# keyed by lists, maps, bytes, times or library values is refused: docs/cel.md says why)
+_MAP_KEY_KINDS: Final = frozenset(("dyn", "string", "int", "uint", "bool", "double", "null_type"))
 _LOOPS: Final = frozenset(
     (
         "all",
@@ -502,10 +504,14 @@ class Checker:
         inner = container.element if container.kind == "optional_type" else container
         if selects and inner.kind in _NOT_SELECTABLE:
             raise self.error(f"type '{inner.kind}' does not support field selection", base)
-        if container.kind == "optional_type":
-            # indexing an optional is optional: `opt[k]` is `opt[?k]`
-            return self.overloaded("_[?_]", node, [container, key])
-        return self.overloaded(node.function, node, [container, key])
+        function = "_[?_]" if container.kind == "optional_type" else node.function
+        # indexing an optional is optional: `opt[k]` is `opt[?k]`
+        result = self.overloaded(function, node, [container, key])
+        if self.check and key.kind == "null_type":
+            # a map keyed by null (or dyn) takes a null key in the overloads, but
+            # Kubernetes refuses it when it builds the program
+            raise self.error("invalid qualifier type: null", node.args[1])
+        return result
 
     # -- literals ----------------------------------------------------------------------
     def list_literal(self, node: ast.ListLit) -> Type:

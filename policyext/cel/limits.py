@@ -11,5 +11,7 @@ class Limits:
 
     max_source_length: int = 10_000
     max_nesting_depth: int = 50
-    max_comprehension_nesting: int = 2
+    # Kubernetes has no limit of its own on loops nested in loops (the cost budget bounds
+    # what they do): by default they may nest as deep as expressions do
+    max_comprehension_nesting: int = 50
     cost_budget: int = 1_000_000

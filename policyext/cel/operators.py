@@ -15,6 +15,7 @@ from policyext.cel.errors import CELEvalError
 from policyext.cel.values import (
     INT64_MAX,
     INT64_MIN,
+    NANOS_PER_SECOND,
     UINT64_MAX,
     Duration,
     Optional,
@@ -88,6 +89,15 @@ def _checked_duration(nanos: int) -> Duration:
     return Duration(nanos)
 
 
+def _timestamp_difference(a: Timestamp, b: Timestamp) -> Duration:
+    # cel-go subtracts the whole seconds and scales them to nanoseconds before it adds the
+    # fractions: a difference near ±2^63 ns can overflow there on the way, so it does here
+    seconds = a.nanos // NANOS_PER_SECOND - b.nanos // NANOS_PER_SECOND
+    if not INT64_MIN <= seconds * NANOS_PER_SECOND <= INT64_MAX:
+        raise CELEvalError("duration overflow")
+    return _checked_duration(a.nanos - b.nanos)
+
+
 _ADD: Final[dict[tuple[type, type], BinaryFn]] = {
     (int, int): lambda a, b: _int_result(a + b),  # type: ignore[operator]
     (UInt, UInt): lambda a, b: _uint_result(a + b),  # type: ignore[operator]
@@ -109,7 +119,7 @@ _SUB: Final[dict[tuple[type, type], BinaryFn]] = {
     (float, float): lambda a, b: a - b,  # type: ignore[operator]
     (Duration, Duration): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
     (Timestamp, Duration): lambda a, b: Timestamp(a.nanos - b.nanos, a.offset),  # type: ignore[attr-defined]
-    (Timestamp, Timestamp): lambda a, b: _checked_duration(a.nanos - b.nanos),  # type: ignore[attr-defined]
+    (Timestamp, Timestamp): _timestamp_difference,  # type: ignore[dict-item]
 }
 
 _MUL: Final[dict[tuple[type, type], BinaryFn]] = {

@@ -12,6 +12,7 @@ Errors are values in CEL: here they are exceptions, and the operators that absor
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -46,7 +47,6 @@ from policyext.cel.values import (
     Optional,
     UInt,
     cel_equals,
-    map_get,
     no_such_overload,
     type_name,
 )
@@ -302,6 +302,10 @@ class Planner:
         try:
             code = specializer(name, args)
         except CELEvalError as e:  # e.g. an invalid constant regex: a load-time error
+            if not _pattern_is_literal(node):
+                # as in Kubernetes, only a pattern written as a literal is checked when
+                # the rule is compiled; one an expression builds fails when evaluated
+                return None
             raise self.error(e.message, node) from None
         if code is not None and name == "matches":
             self.uses_frame = True  # it charges the cost of the match
@@ -682,17 +686,17 @@ class Planner:
                 key = kf(a)
                 if type(key) not in _KEY_TYPES:
                     raise CELEvalError(f"unsupported map key type: {type_name(key)}")
-                if map_get(out, key)[0]:
-                    raise CELEvalError(f"Failed with repeated key: {key}")
-                if key in out:  # Python equates True with 1: CEL keeps them apart, we cannot
-                    raise CELEvalError(
-                        "a map cannot hold both the keys 1 and true (or 0 and false)"
-                    )
+                if key in out:
+                    # as in Kubernetes, a key written twice keeps its last value
+                    _same_key_type(out, key)
+                elif type(key) is float and math.isnan(key):
+                    key = float("nan")  # each NaN a key of its own, as in Go's maps
                 value = vf(a)
                 if optional:
                     if type(value) is not Optional:
                         raise no_such_overload("optional map entry", value)
                     if not value.has_value():
+                        out.pop(key, None)  # cel-go removes the key an absent entry names
                         continue
                     value = value.value
                 out[key] = value
@@ -722,7 +726,23 @@ class Planner:
                     del self.locals[name]
 
 
-_KEY_TYPES: Final = frozenset((str, int, UInt, bool))
+_KEY_TYPES: Final = frozenset((str, int, UInt, bool, float, type(None)))
+
+
+def _same_key_type(out: dict[object, object], key: object) -> None:
+    """A key already in the map under the same value must be of the same type: Python's
+    dict equates 1, 1u, 1.0 and true, which are four keys to CEL (and to Kubernetes)."""
+    stored = next(k for k in out if k == key)
+    if type(stored) is not type(key):
+        raise CELEvalError(
+            f"a map cannot hold both the keys {_key_text(stored)} and {_key_text(key)}"
+        )
+
+
+def _key_text(key: object) -> str:
+    if type(key) is bool:
+        return "true" if key else "false"
+    return repr(key) if type(key) is not str else f"'{key}'"
 
 
 def _root(node: ast.Node) -> ast.Node:
@@ -842,6 +862,25 @@ _SPECIAL_OPERATORS: Final[dict[str, Callable[[Planner, ast.Call], Code]]] = {
     "_[_]": Planner.index,
     "_[?_]": Planner.optional_index,
 }
+
+
+def _pattern_is_literal(node: ast.Node) -> bool:
+    """Whether the pattern of `s.matches(p)`, `matches(s, p)` or `s.find(p, ...)` is a
+    literal string (or `dyn()` of one)."""
+    if not isinstance(node, ast.Call):
+        return True
+    position = 0 if node.target is not None else 1
+    if len(node.args) <= position:
+        return True
+    pattern = node.args[position]
+    while (  # cel-go plans `dyn(x)` as `x`: its regex is compiled with the program
+        isinstance(pattern, ast.Call)
+        and pattern.function == "dyn"
+        and pattern.target is None
+        and len(pattern.args) == 1
+    ):
+        pattern = pattern.args[0]
+    return isinstance(pattern, ast.Literal)
 
 
 def _specialize_global(name: str, args: list[Code]) -> Code | None:

@@ -6,14 +6,16 @@ import math
 import re
 from typing import Final
 
+from policyext.cel.civil import CivilTime
 from policyext.cel.errors import CELEvalError
 from policyext.cel.functions import Library
-from policyext.cel.timeutil import parse_duration, parse_timestamp, time_zone
+from policyext.cel.timeutil import local_time, parse_duration, parse_timestamp
 from policyext.cel.values import (
     INT64_MAX,
     INT64_MIN,
     NANOS_PER_SECOND,
     OPTIONAL_NONE,
+    TIMESTAMP_MIN_SECONDS,
     UINT64_MAX,
     CELType,
     Duration,
@@ -142,13 +144,7 @@ def to_double(value: object) -> float:
     if t is int or t is UInt:
         return float(value)  # type: ignore[arg-type]
     if t is str:
-        if not _DOUBLE_TEXT.fullmatch(value):  # type: ignore[call-overload]
-            raise CELEvalError(f"cannot convert {value!r} to double")
-        result = float(value)  # type: ignore[arg-type]
-        if math.isinf(result) and "n" not in value.lower():  # type: ignore[attr-defined]
-            # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
-            raise CELEvalError(f"cannot convert {value!r} to double: out of range")
-        return result
+        return _parse_double(value)  # type: ignore[arg-type]
     raise no_such_overload("double", value)
 
 
@@ -156,9 +152,59 @@ def to_double(value: object) -> float:
 # scripts' digits, spaces and underscores, which CEL does not.
 _INT_TEXT: Final = re.compile(r"[+-]?[0-9]+")
 _UINT_TEXT: Final = re.compile(r"[0-9]+")
+# Go's strconv.ParseFloat: a decimal or hexadecimal (`0x1p-2`, its exponent required)
+# mantissa of at least one digit; underscores between digits (`1_000.5`), checked apart
 _DOUBLE_TEXT: Final = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+    r"[+-]?(?:0[xX](?P<hex>[0-9a-fA-F_]*(?:\.[0-9a-fA-F_]*)?)[pP][+-]?[0-9][0-9_]*"
+    r"|(?P<dec>[0-9_]*(?:\.[0-9_]*)?)(?:[eE][+-]?[0-9][0-9_]*)?)"
 )
+_INFINITIES: Final = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
+
+
+def _parse_double(text: str) -> float:
+    lowered = text.lower().replace("infinity", "inf")
+    if lowered in _INFINITIES:
+        return _INFINITIES[lowered]
+    if lowered == "nan":
+        return math.nan
+    m = _DOUBLE_TEXT.fullmatch(text)
+    mantissa = m and (m.group("hex") if m.group("hex") is not None else m.group("dec"))
+    if (
+        not mantissa
+        or not any(c not in "._" for c in mantissa)
+        or ("_" in text and not _underscores_between_digits(text))
+    ):
+        raise CELEvalError(f"cannot convert {text!r} to double")
+    plain = text.replace("_", "")
+    try:
+        result = float.fromhex(plain) if m.group("hex") is not None else float(plain)  # type: ignore[union-attr]
+    except OverflowError:
+        result = math.inf
+    if math.isinf(result):
+        # a number beyond the largest double (`1e400`): Go's ParseFloat refuses it
+        raise CELEvalError(f"cannot convert {text!r} to double: out of range")
+    return result
+
+
+def _underscores_between_digits(text: str) -> bool:
+    """Go's rule for `_` in a number: each one between two digits (a base prefix counts
+    as a digit)."""
+    body = text.lstrip("+-")
+    hexadecimal = body[:2].lower() == "0x"
+    digits = "0123456789abcdefABCDEF" if hexadecimal else "0123456789"
+    previous = "0" if hexadecimal else "^"  # the class of the last character seen
+    for c in body[2:] if hexadecimal else body:
+        if c in digits:
+            previous = "0"
+        elif c == "_":
+            if previous != "0":
+                return False
+            previous = "_"
+        elif previous == "_":
+            return False
+        else:
+            previous = "!"
+    return previous != "_"
 
 
 def format_double(value: float) -> str:
@@ -291,41 +337,63 @@ def to_timestamp(value: object) -> Timestamp:
 
 
 # -- time accessors -----------------------------------------------------------------------
-def _local(name: str, ts: object, tz: object | None) -> object:
-    if type(ts) is not Timestamp:
-        raise no_such_overload(name, ts)
-    if tz is None:
-        return ts.to_datetime()
-    if type(tz) is not str:
-        raise no_such_overload(name, ts, tz)
-    return ts.to_datetime(time_zone(tz))
-
-
 def _timestamp_accessor(name: str, part: str) -> None:
     def read(ts: object, tz: object | None = None) -> int:
-        dt = _local(name, ts, tz)
+        if type(ts) is not Timestamp:
+            raise no_such_overload(name, ts)
+        if tz is not None:
+            if type(tz) is not str:
+                raise no_such_overload(name, ts, tz)
+            local = local_time(ts, tz)  # an unknown zone fails every accessor
+            return _millis(ts) if part == "milliseconds" else _civil_part(local, part)
+        if part == "milliseconds":
+            return _millis(ts)
+        dt = ts.to_datetime()
         if part == "year":
-            return dt.year  # type: ignore[attr-defined, no-any-return]
+            return dt.year
         if part == "month":
-            return dt.month - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.month - 1
         if part == "dayOfYear":
-            return dt.timetuple().tm_yday - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.timetuple().tm_yday - 1
         if part == "dayOfMonth":
-            return dt.day - 1  # type: ignore[attr-defined, no-any-return]
+            return dt.day - 1
         if part == "date":
-            return dt.day  # type: ignore[attr-defined, no-any-return]
+            return dt.day
         if part == "dayOfWeek":
-            return (dt.weekday() + 1) % 7  # type: ignore[attr-defined, no-any-return]
+            return (dt.weekday() + 1) % 7
         if part == "hours":
-            return dt.hour  # type: ignore[attr-defined, no-any-return]
+            return dt.hour
         if part == "minutes":
-            return dt.minute  # type: ignore[attr-defined, no-any-return]
-        if part == "seconds":
-            return dt.second  # type: ignore[attr-defined, no-any-return]
-        return (ts.nanos % NANOS_PER_SECOND) // 1_000_000  # type: ignore[attr-defined, no-any-return]
+            return dt.minute
+        return dt.second
 
     _std.member(name, 0, receiver=Timestamp, result="int")(read)
     _std.member(name, 1, receiver=Timestamp, result="int", params=("string",))(read)
+
+
+def _millis(ts: Timestamp) -> int:
+    return (ts.nanos % NANOS_PER_SECOND) // 1_000_000
+
+
+def _civil_part(local: CivilTime, part: str) -> int:
+    """A part of a wall-clock time in a zone, numbered as cel-go numbers it."""
+    if part == "year":
+        return local.year
+    if part == "month":
+        return local.month - 1
+    if part == "dayOfYear":
+        return local.day_of_year
+    if part == "dayOfMonth":
+        return local.day - 1
+    if part == "date":
+        return local.day
+    if part == "dayOfWeek":
+        return local.weekday
+    if part == "hours":
+        return local.hour
+    if part == "minutes":
+        return local.minute
+    return local.second
 
 
 for _name, _part in (
@@ -374,6 +442,8 @@ def optional_none() -> Optional:
 
 
 _ZERO_VALUES: Final = (0, 0.0, "", b"", False, None)
+# Go's zero time.Time, which cel-go's zero timestamp is: 0001-01-01T00:00:00Z, not the epoch
+_ZERO_TIMESTAMP_NANOS: Final = TIMESTAMP_MIN_SECONDS * NANOS_PER_SECOND
 
 
 @_std.function("optional.ofNonZeroValue", 1, result="optional_type")
@@ -385,7 +455,7 @@ def optional_of_non_zero(value: object) -> Optional:
         return OPTIONAL_NONE
     if t is Duration and value.nanos == 0:  # type: ignore[attr-defined]
         return OPTIONAL_NONE
-    if t is Timestamp and value.nanos == 0:  # type: ignore[attr-defined]
+    if t is Timestamp and value.nanos == _ZERO_TIMESTAMP_NANOS:  # type: ignore[attr-defined]
         return OPTIONAL_NONE
     return Optional(value)
 

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from typing import Any, ClassVar, Final
 
+from policyext.cel.civil import civil_from_seconds
 from policyext.cel.errors import CELEvalError
 
 INT64_MIN: Final = -(2**63)
@@ -163,8 +165,10 @@ def format_timestamp(t: Timestamp) -> str:
     written with (`Z` for UTC), the fraction's trailing zeros dropped."""
     offset = t.offset
     seconds, nanos = divmod(t.nanos + offset * NANOS_PER_SECOND, NANOS_PER_SECOND)
-    dt = _EPOCH + datetime.timedelta(seconds=seconds)
-    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt:%H:%M:%S}"
+    dt = civil_from_seconds(seconds)  # its year may be 0 or 10000 in a zone far from UTC
+    text = (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+    )
     if nanos:
         text += "." + f"{nanos:09d}".rstrip("0")
     if not offset:
@@ -304,7 +308,10 @@ def map_get(m: dict[object, object], key: object) -> tuple[bool, object]:
                 return (True, v)
         return (False, None)
     if tk is float and not key.is_integer():  # type: ignore[attr-defined]
-        return (False, None)
+        if math.isnan(key):  # type: ignore[arg-type]  # NaN is no key, not even itself (Python would find the same object)
+            return (False, None)
+        value = m.get(key, _MISSING)  # a key of a double (Kubernetes accepts them)
+        return (value is not _MISSING, value)
     value = m.get(key, _MISSING)
     if value is _MISSING:
         return (False, None)

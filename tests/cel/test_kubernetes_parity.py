@@ -58,6 +58,9 @@ def ours(expr: str) -> dict[str, Any]:
     return {"compiled": True, "value": as_json(value)}
 
 
+_AS_STRING = cel.compile("string(v)", {"v": cel.DYN})
+
+
 def as_json(value: Any) -> Any:
     """A value in the form the Go program prints it."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
@@ -76,14 +79,11 @@ def as_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [as_json(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): as_json(v) for k, v in value.items()}
+        return {_go_key(k): as_json(v) for k, v in value.items()}
     if isinstance(value, Optional):
         return {"optional": [as_json(value.value)] if value.has_value() else None}
-    if isinstance(value, Timestamp):
-        return _go_timestamp(value)
-    if isinstance(value, Duration):
-        seconds = value.nanos / 1e9
-        return f"{seconds:.9f}".rstrip("0").rstrip(".") + "s"
+    if isinstance(value, Timestamp | Duration):
+        return _AS_STRING.evaluate({"v": value})  # the Go program prints string(v)
     if isinstance(value, CELType):
         return {"string_of": str(value)}
     if getattr(type(value), "cel_type_name", None) == "kubernetes.Quantity":
@@ -91,14 +91,15 @@ def as_json(value: Any) -> Any:
     return {"unrenderable": repr(value)}
 
 
-def _go_timestamp(value: Timestamp) -> str:
-    """RFC 3339 with the fraction's trailing zeros dropped, as Go's RFC3339Nano."""
-    text = cel.format_timestamp(value)
-    if "." in text:
-        whole, frac = text[:-1].split(".")
-        frac = frac.rstrip("0")
-        return f"{whole}.{frac}Z" if frac else f"{whole}Z"
-    return text
+def _go_key(key: Any) -> str:
+    """A map key as Go's fmt prints it (the Go program's keys)."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "NULL_VALUE"
+    if isinstance(key, float):
+        return _AS_STRING.evaluate({"v": key})  # Go's %v of a double is CEL's string()
+    return str(key)
 
 
 def accepted(answer: dict[str, Any]) -> bool:
@@ -126,7 +127,10 @@ def _same(expr: str) -> None:
 def _unescaped(value: Any) -> Any:
     """Kubernetes shows an object's field `namespace` (a CEL reserved word) as
     `__namespace__` when the object is read whole; policyext keeps the JSON name (a
-    difference docs/cel.md lists). Selecting `.namespace` works in both."""
+    difference docs/cel.md lists). Selecting `.namespace` works in both. Go's JSON writes
+    a large double without an exponent (`9223372036854776000`): it is read back as one."""
+    if isinstance(value, dict) and set(value) == {"double"} and type(value["double"]) is int:
+        return {"double": float(value["double"])}
     if isinstance(value, dict):
         return {
             ("namespace" if k == "__namespace__" else k): _unescaped(v) for k, v in value.items()

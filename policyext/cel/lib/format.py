@@ -33,8 +33,10 @@ from policyext.cel.values import (
 FORMAT_LIBRARY: Final = Library("format")
 
 DEFAULT_PRECISION: Final = 6
-# cel-go caps the precision of %f and %e so that one clause cannot build a huge string
-MAX_PRECISION: Final = 100
+# Kubernetes' formatter keeps the precision of %f in a byte: from 256 on it prints
+# `precision % 256` decimals (and `%!(NOVERB)` past a million), which no rule means;
+# policyext refuses such a precision instead (docs/cel.md, the known differences)
+MAX_PRECISION: Final = 255
 
 
 class _FormatError(Exception):
@@ -53,7 +55,7 @@ def _format_cost(template: object, args: object) -> int:
 # value many times (`[big, big, ...]` costs a reference each): what it prints is bounded by
 # walking the arguments, which stops as soon as the bound is past what the budget has left
 # (the walk of a list holding itself through its elements many times would never end).
-_NUMBER_CHARS: Final = 520  # %f of the largest double: 309 digits, 103 commas, 100 decimals
+_NUMBER_CHARS: Final = 680  # %f of the largest double: 309 digits, 103 commas, 255 decimals
 _SCALAR_CHARS: Final = 64  # a bool, an int, a %g double, a duration, a timestamp, a type
 
 
@@ -353,30 +355,33 @@ def _as_double(value: object, clause: str) -> float:
 
 
 def _fixed(value: object, precision: int) -> str:
-    """As Kubernetes prints it: the digits grouped by thousands (an English locale)."""
+    """As Kubernetes prints it: the digits grouped by thousands (an English locale), and
+    no sign on a negative zero (a negative number that rounds to zero keeps its own)."""
     number = _as_double(value, "fixed-point")
     if math.isnan(number):
         return "NaN"
     if math.isinf(number):
         return "∞" if number > 0 else "-∞"
-    return f"{number:,.{precision}f}"
+    return f"{number or 0.0:,.{precision}f}"
 
 
 _SUPERSCRIPTS: Final = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
-def _scientific(value: object, _precision: int) -> str:
-    """As Kubernetes prints it: six decimals whatever the precision asked (cel-go reads it
-    as a width), then `×10` and the exponent in superscript digits."""
+def _scientific(value: object, width: int) -> str:
+    """As Kubernetes prints it: six decimals whatever the precision asked (its formatter
+    reads it as a width: the text is padded with spaces on the left to that many
+    characters, `NaN` to `   NaN` by default), then `×10` and the exponent in superscript
+    digits; no sign on a negative zero."""
     number = _as_double(value, "scientific")
     if math.isnan(number):
-        return "NaN"
+        return "NaN".rjust(width)
     if math.isinf(number):
-        return "∞" if number > 0 else "-∞"
-    mantissa, exponent = f"{number:.{DEFAULT_PRECISION}e}".split("e")
+        return ("∞" if number > 0 else "-∞").rjust(width)
+    mantissa, exponent = f"{number or 0.0:.{DEFAULT_PRECISION}e}".split("e")
     power = int(exponent)
     digits = f"{'-' if power < 0 else ''}{abs(power):02d}"
-    return f"{mantissa}×10{digits.translate(_SUPERSCRIPTS)}"
+    return f"{mantissa}×10{digits.translate(_SUPERSCRIPTS)}".rjust(width)
 
 
 def _binary(value: object) -> str:
@@ -436,8 +441,9 @@ _CLAUSE_KINDS: Final = {
         _STRING_KINDS,
     ),
     "d": ("decimal clause can only be used on integers", _INTEGERS),
-    "f": ("fixed-point clause can only be used on doubles", frozenset(("double",))),
-    "e": ("scientific clause can only be used on doubles", frozenset(("double",))),
+    # a string is checked when formatted: 'NaN', 'Infinity' and '-Infinity' are doubles
+    "f": ("fixed-point clause can only be used on doubles", frozenset(("double", "string"))),
+    "e": ("scientific clause can only be used on doubles", frozenset(("double", "string"))),
     "b": ("only integers and bools can be formatted as binary", _INTEGERS | {"bool"}),
     "o": ("octal clause can only be used on integers", _INTEGERS),
     "x": ("only integers, byte buffers, and strings can be formatted as hex", _HEX),

@@ -76,15 +76,32 @@ def _size_cost(target: object, *_args: object) -> int:
     return _allocation_cost(len(target)) if isinstance(target, _LISTS) else 0
 
 
+# the types whose values cel-go can order (traits.Comparer): Kubernetes' isSorted, min and
+# max refuse any other element, even alone in its list
+_COMPARERS: Final = frozenset((bool, bytes, float, Duration, int, str, Timestamp, UInt))
+
+
 def _ordered(a: object, b: object, name: str) -> int:
-    """-1, 0 or 1 as `a` sorts before, with or after `b`; 2 with NaN, which is neither
-    before nor after anything (Kubernetes' lists skip it rather than fail)."""
-    return compare(a, b, name)
+    """-1, 0 or 1 as `a` sorts before, with or after `b`; 2 when neither: NaN, or two
+    values of types that do not order with each other (`1` and `'a'`), a comparison that
+    Kubernetes' lists library skips rather than fail on."""
+    try:
+        return compare(a, b, name)
+    except CELEvalError:
+        if type(a) in _COMPARERS and type(b) in _COMPARERS:
+            return 2
+        raise
+
+
+def _first_orders(items: ListValue, name: str) -> None:
+    if items and type(items[0]) not in _COMPARERS:
+        raise no_such_overload(name, items)
 
 
 # -- Kubernetes ---------------------------------------------------------------------------
 @_lib.member("isSorted", 0, receiver=_LISTS, result="bool", cost=_traversal_cost)
 def is_sorted(items: ListValue) -> bool:
+    _first_orders(items, "isSorted")
     return all(_ordered(items[i - 1], items[i], "isSorted") != 1 for i in range(1, len(items)))
 
 
@@ -105,7 +122,10 @@ def sum_(items: ListValue) -> object:
         if type(item) is not kind:
             raise no_such_overload("sum", first, item)
     if kind is Duration:
-        return Duration(sum(d.nanos for d in cast("list[Duration]", items)))
+        nanos = 0
+        for d in cast("list[Duration]", items):
+            nanos = check_int(nanos + d.nanos)  # every addition checked, as cel-go's
+        return Duration(nanos)
     if kind is float:
         # one addition after another, as cel-go adds (Python's sum() may compensate)
         total = 0.0
@@ -124,6 +144,7 @@ def sum_(items: ListValue) -> object:
 def _extreme(items: ListValue, name: str, prefer: int) -> object:
     if not items:
         raise CELEvalError(f"{name} called on empty list")
+    _first_orders(items, name)
     best = items[0]
     for item in items[1:]:
         if _ordered(best, item, name) == prefer:

@@ -62,12 +62,37 @@ def _char_width(b: bytes, pos: int) -> int:
     return 4 if lead < 0xF8 else 1
 
 
+def _any_byte_escape(pattern: str) -> bool:
+    """Whether the pattern has the escape `\\C` (not an escaped backslash before a `C`,
+    nor a `C` quoted between `\\Q` and `\\E`)."""
+    i = 0
+    while i < len(pattern) - 1:
+        if pattern[i] != "\\":
+            i += 1
+            continue
+        escaped = pattern[i + 1]
+        if escaped == "C":
+            return True
+        if escaped == "Q":
+            end = pattern.find("\\E", i + 2)
+            if end < 0:
+                return False
+            i = end + 2
+            continue
+        i += 2
+    return False
+
+
 class CompiledRegex:
     """An RE2 program compiled from a CEL pattern string."""
 
     __slots__ = ("_program", "pattern")
 
     def __init__(self, pattern: str) -> None:
+        if "\\C" in pattern and _any_byte_escape(pattern):
+            # RE2 in C++ reads `\C` as any byte; Go's regexp, which Kubernetes runs, has no
+            # such escape, and matching bytes would split the characters of UTF-8 text
+            raise ValueError("invalid escape sequence: `\\C`")
         program = _re2.RE2(_utf8(pattern), _OPTIONS)
         if not program.ok():
             raise ValueError(_text(program.error()))

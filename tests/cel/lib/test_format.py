@@ -71,6 +71,12 @@ def test_clauses_substitute_arguments_in_order(
         ("%f", "NaN", "NaN"),
         ("%.2f", INF, "∞"),
         ("%f", -INF, "-∞"),
+        # a negative zero prints without its sign; a negative number rounded to zero with it
+        ("%f", -0.0, "0.000000"),
+        ("%.3f", -0.0001, "-0.000"),
+        # up to 255 decimals, the double's exact binary value
+        ("%.30f", 0.1, "0.100000000000000005551115123126"),
+        ("%.255f", 1.0, "1." + "0" * 255),
         # %e: scientific, two exponent digits at least
         # %e: six decimals whatever the precision, the exponent in superscript
         ("%e", 2.71828, "2.718280×10⁰⁰"),
@@ -78,7 +84,13 @@ def test_clauses_substitute_arguments_in_order(
         ("%.2e", 0.000123, "1.230000×10⁻⁰⁴"),
         ("%e", -5.0, "-5.000000×10⁰⁰"),
         ("%.2e", 1e-300, "1.000000×10⁻³⁰⁰"),
-        ("%e", NAN, "NaN"),
+        # the precision is a width in Kubernetes: the text is padded to it on the left
+        ("%e", NAN, "   NaN"),
+        ("%.10e", -INF, "        -∞"),
+        ("%e", "Infinity", "     ∞"),
+        ("%.14e", 1.5, " 1.500000×10⁰⁰"),
+        ("%.14e", -1.5, "-1.500000×10⁰⁰"),
+        ("%e", -0.0, "0.000000×10⁰⁰"),
         # %b, %o, %x, %X
         ("%b", 5, "101"),
         ("%b", -5, "-101"),
@@ -171,10 +183,10 @@ def test_string_clause_prints_every_kind_of_value(value: object, expected: str) 
             "could not find end of precision specifier",
         ),
         (
-            "%.101f",
+            "%.256f",
             (1.0,),
             "could not parse formatting clause: error while parsing precision: "
-            "precision 101 exceeds maximum allowed precision 100",
+            "precision 256 exceeds maximum allowed precision 255",
         ),
         (
             "%b",

@@ -144,9 +144,11 @@ def test_min_and_max_pick_the_extreme_element(
     [
         ("min", [], "min called on empty list"),
         ("max", [], "max called on empty list"),
-        ("max", [1, "a"], "no such overload"),
-        ("isSorted", [1, "a"], "no such overload"),
         ("min", [[1], [2]], "no such overload"),
+        ("min", [None], "no such overload"),
+        ("isSorted", [[1]], "no such overload"),
+        ("max", [1, [1]], "no such overload"),
+        ("isSorted", [1, None], "no such overload"),
     ],
 )
 def test_min_max_and_is_sorted_need_ordered_elements(
@@ -154,6 +156,23 @@ def test_min_max_and_is_sorted_need_ordered_elements(
 ) -> None:
     with pytest.raises(CELEvalError, match=message):
         member(name, items)
+
+
+@pytest.mark.parametrize(
+    ("name", "items", "expected"),
+    [
+        ("max", [1, "a"], 1),
+        ("min", ["x", 2, 1], "x"),
+        ("min", [2, "x", 1], 1),
+        ("isSorted", [1, "a"], True),
+        ("isSorted", [2, "x", 1], True),
+        ("isSorted", ["b", 1, "a"], True),
+    ],
+)
+def test_a_comparison_between_types_that_do_not_order_is_skipped_as_kubernetes_skips_it(
+    name: str, items: list[object], expected: object
+) -> None:
+    assert member(name, items) == expected
 
 
 @pytest.mark.parametrize(
