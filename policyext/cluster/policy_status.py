@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import yaml
 
-from policyext.policy.model import Issue
+from policyext.policy import Issue
 
 Json = dict[str, Any]
 
