@@ -80,7 +80,7 @@ def extender(
     rules = tmp_path_factory.mktemp("scenario-rules")
     for name, text in POLICIES.items():
         (rules / name).write_text(text)
-    # its debug log says which calls the direct lane answered (server/direct.py)
+    # its debug log says which calls the direct lane answered (server/transport/plain.py)
     server = Extender(
         control_plane,
         policyext_kubeconfig,
@@ -160,7 +160,7 @@ def test_the_schedulers_filter_and_prioritize_calls_take_the_direct_lane(
     admin: KubeClient, namespace: str, extender: Extender
 ) -> None:
     """kube-scheduler's client sends plain calls: the worker answers them without gunicorn's
-    request handling (server/direct.py), which is what makes them cheap."""
+    request handling (server/transport/plain.py), which is what makes them cheap."""
     suffix = uuid.uuid4().hex[:6]
     for name in ("a", "b"):
         admin.create_fake_node(fake_node(f"{name}-{suffix}"))
