@@ -46,6 +46,7 @@ TYPE_NAMES: Final = frozenset(
         "kubernetes.Quantity",
         "kubernetes.Semver",
         "kubernetes.URL",
+        "kubernetes.NamedFormat",
         "net.IP",
         "net.CIDR",
     )

@@ -34,6 +34,7 @@ NULLABLE: Final = frozenset(
         "kubernetes.Quantity",
         "kubernetes.Semver",
         "kubernetes.URL",
+        "kubernetes.NamedFormat",
         "net.IP",
         "net.CIDR",
         "null_type",
@@ -177,6 +178,12 @@ OVERLOADS: Final[Mapping[tuple[str, int], tuple[str, ...]]] = {
     ("sets.contains", 2): ("list(A), list(A) -> bool",),
     ("sets.equivalent", 2): ("list(A), list(A) -> bool",),
     ("sets.intersects", 2): ("list(A), list(A) -> bool",),
+    # optionals: a list of them unwrapped (the values present)
+    ("optional.unwrap", 1): ("list(optional_type(A)) -> list(A)",),
+    ("unwrapOpt", 1): ("list(optional_type(A)) -> list(A)",),
+    # Kubernetes' format library
+    ("format.named", 1): ("string -> optional_type(kubernetes.NamedFormat)",),
+    ("validate", 2): ("kubernetes.NamedFormat, string -> optional_type(list(string))",),
 }
 
 

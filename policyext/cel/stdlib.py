@@ -460,6 +460,29 @@ def optional_of_non_zero(value: object) -> Optional:
     return Optional(value)
 
 
+def _unwrapped(name: str, items: object) -> list[object]:
+    if not isinstance(items, list | tuple):
+        raise no_such_overload(name, items)
+    out: list[object] = []
+    for item in items:
+        if type(item) is not Optional:
+            raise CELEvalError(f"value {item!r} is not optional")
+        if item.has_value():
+            out.append(item.value)
+    return out
+
+
+@_std.function("optional.unwrap", 1, result="list")
+def optional_unwrap(items: object) -> list[object]:
+    """The values of a list of optionals, the empty ones left out."""
+    return _unwrapped("optional.unwrap", items)
+
+
+@_std.member("unwrapOpt", 0, receiver=(list, tuple), result="list")
+def unwrap_opt(items: object) -> list[object]:
+    return _unwrapped("unwrapOpt", items)
+
+
 @_std.member("hasValue", 0, receiver=Optional, result="bool")
 def has_value(opt: Optional) -> bool:
     return opt.has_value()

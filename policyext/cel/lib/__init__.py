@@ -9,6 +9,7 @@ from policyext.cel.lib.encoders import ENCODERS_LIBRARY
 from policyext.cel.lib.format import FORMAT_LIBRARY
 from policyext.cel.lib.lists import LISTS_LIBRARY
 from policyext.cel.lib.math import MATH_LIBRARY
+from policyext.cel.lib.named_formats import NAMED_FORMAT_LIBRARY
 from policyext.cel.lib.net import NET_LIBRARY
 from policyext.cel.lib.quantity import QUANTITY_LIBRARY
 from policyext.cel.lib.regex import REGEX_LIBRARY
@@ -30,6 +31,7 @@ KUBERNETES_LIBRARIES: Final[tuple[Library, ...]] = (
     SEMVER_LIBRARY,
     NET_LIBRARY,
     URL_LIBRARY,
+    NAMED_FORMAT_LIBRARY,
 )
 
 # cel-go's ext.Math and ext.Encoders, which Kubernetes does not declare: only for running

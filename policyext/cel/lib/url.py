@@ -315,6 +315,17 @@ class URL:
         return cls(_parse_reference(raw))
 
     @staticmethod
+    def request_uri_error(text: str) -> str | None:
+        """What Go's url.ParseRequestURI says of the string (`parse "x": invalid URI for
+        request`), or None when it accepts it: Kubernetes' `format.uri()`."""
+        raw = _encode(text)
+        try:
+            _parse(raw, via_request=True)
+        except _ParseError as err:
+            return f"parse {_quote(raw)}: {err}"
+        return None
+
+    @staticmethod
     def is_valid(text: str) -> bool:
         """Kubernetes' `isURL`: whether Go's ParseRequestURI accepts the string."""
         try:
