@@ -275,7 +275,7 @@ def measure(folder: Path, size: str) -> Figures:
 
     from bench import policy
     from bench.replay import quiet_decision_log
-    from policyext.cluster.cache import ClusterSource
+    from policyext.cluster.cache import ClusterSource, listed_pod
     from policyext.server.hotpath import HotVerbs
     from policyext.server.metrics import Metrics
     from policyext.store import PolicyStore
@@ -292,11 +292,13 @@ def measure(folder: Path, size: str) -> Figures:
     rss_start = rss_mb(me)
 
     cpu = time.process_time()
-    for resource in ("nodes", "pods"):
+    for resource, keep in (("nodes", None), ("pods", listed_pod)):
         items: list[Json] = []
         with (folder / f"{resource}.jsonl").open("rb") as pages:
-            for line in pages:
-                items.extend(orjson.loads(line)["items"])
+            for line in pages:  # as the reflector lists (cluster/watch.py)
+                found = orjson.loads(line)["items"]
+                items.extend(map(keep, found) if keep is not None else found)
+                del found
         source.replace(resource, items)
         del items
     first_sync = time.process_time() - cpu
