@@ -176,4 +176,10 @@ def test_two_replicas_binding_a_burst_onto_nearly_full_nodes_overcommit_no_node(
     binds = {name: bind_count(r.ops_url) - before[name] for name, r in binders.replicas.items()}
     assert sum(binds.values()) == SLOTS
     assert all(binds.values()), f"one replica bound every pod: nothing was tested ({binds})"
-    print(f"\n{bound} of {BURST} pods bound onto {SLOTS} free slots; binds per replica: {binds}")
+    events = admin.get(
+        f"/api/v1/namespaces/{namespace}/events", fieldSelector="reason=FailedScheduling"
+    )["items"]
+    print(
+        f"\n{bound} of {BURST} pods bound onto {SLOTS} free slots; binds per replica: {binds}; "
+        f"a pod left pending: {events[0]['message'] if events else '(none)'}"
+    )
