@@ -10,6 +10,7 @@ result cached for the old one is never served again.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import math
@@ -136,6 +137,7 @@ class ClusterSource:
             watch_timeout=watch_timeout,
             clock=clock,
             field_selector=BOUND_PODS,
+            keep=listed_pod,
         )
         self._binds_seen = False  # whether /bind was asked: the pod watch brings pending pods
 
@@ -318,6 +320,7 @@ class ClusterSource:
                     self._delete_node(name)
             self._table.settle()  # the names of a list, laid out side by side (rows.py)
             self._touch("nodes")
+        _out_of_collections()
 
     def _apply_node(self, kind: str, node: Json) -> None:
         with self._lock:
@@ -362,6 +365,7 @@ class ClusterSource:
                     continue  # bound and assumed after the list was taken
                 self._delete_pod(uid)
             self._touch("pods")
+        _out_of_collections()
 
     def _apply_pod(self, kind: str, pod: Json) -> None:
         with self._lock:
@@ -382,9 +386,10 @@ class ClusterSource:
             return  # an event from before the binding: the assumed pod stands
         self._assumed.pop(uid, None)  # confirmed by the watch, or expired
         meta = pod.get("metadata") or {}
-        self._pods[uid] = pod
         self._uids[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = uid
         self._count(uid, node_name if node_name and pod_is_active(pod) else "", pod)
+        # a bound pod is held by what is read of it (counted above from the whole object)
+        self._pods[uid] = bound_part(pod) if node_name else pod
 
     def _delete_pod(self, uid: str) -> None:
         pod = self._pods.pop(uid, None)
@@ -468,6 +473,60 @@ class _Handler:
     replace: Callable[[list[Json], float], None]
     apply: Callable[[str, Json], None]
     touched: Callable[[], None]
+
+
+def _out_of_collections() -> None:
+    """Leave every object alive now, a list's among them, out of the garbage collector's
+    traversals. A full collection walks every object it tracks with the interpreter held:
+    3.7 s over 5,000 nodes and 25,000 pods, every few minutes under pod churn (a full
+    collection comes once the objects that survived since the last grow by a quarter),
+    while every request waited (docs/benchmarks-scale.md). The decoded objects hold no
+    reference cycles: reference counting frees each when an event replaces it, frozen or
+    not. What is frozen is never collected as a cycle, so a cycle that is garbage at the
+    moment of a list stays: a list comes at start and after a watch is lost, rarely."""
+    gc.freeze()
+
+
+def listed_pod(pod: Json) -> Json:
+    """What the pod watch keeps of each pod of a list, as its page arrives: a bound pod's
+    bound part, a pending pod whole, neither with managed fields."""
+    _strip(pod)
+    return bound_part(pod) if _bound_to(pod) else pod
+
+
+def bound_part(pod: Json) -> Json:
+    """What is read of a pod once it is bound, the rest left out: its names, UID and labels
+    (a bind asked again, a preemption victim's `nodeInfo.pods` entry, an audit finding), its
+    scheduler and node (a bind asked again), what its requests are computed from (a
+    preemption victim: `pod_requests`) and its phase. A pending pod is held whole: /bind
+    evaluates the policies on it. At 30 pods a node this is most of the caches' memory
+    (docs/benchmarks.md, "The caches at scale"): a bound pod's volumes, environment, probes
+    and status, which nothing here reads, are about three quarters of it."""
+    meta = pod.get("metadata")
+    spec = pod.get("spec")
+    status = pod.get("status")
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        return pod
+    kept_meta = {k: meta[k] for k in _BOUND_METADATA if k in meta}
+    kept_spec: Json = {k: spec[k] for k in _BOUND_SPEC if k in spec}
+    for kind in ("containers", "initContainers"):
+        containers = spec.get(kind)
+        if isinstance(containers, list):
+            kept_spec[kind] = [_container_part(c) for c in containers]
+    kept: Json = {"metadata": kept_meta, "spec": kept_spec}
+    if isinstance(status, dict) and "phase" in status:
+        kept["status"] = {"phase": status["phase"]}
+    return kept
+
+
+_BOUND_METADATA: Final = ("name", "namespace", "uid", "resourceVersion", "labels")
+_BOUND_SPEC: Final = ("nodeName", "schedulerName", "overhead", "resources", "priority")
+
+
+def _container_part(container: object) -> object:
+    if not isinstance(container, dict):
+        return container
+    return {k: container[k] for k in ("name", "resources", "restartPolicy") if k in container}
 
 
 def _strip(obj: Json) -> None:

@@ -81,8 +81,12 @@ class Reflector:
         clock: Callable[[], float] = time.monotonic,
         on_error: Callable[[str], object] | None = None,
         field_selector: str = "",
+        keep: Callable[[Json], Json] | None = None,
     ) -> None:
         self.name = name
+        # what is kept of each listed object, page by page as they arrive: a list's whole
+        # objects are then never all held at once (150,000 pods: cluster/cache.py)
+        self.keep = keep
         # the list and the watch see only the objects it selects; one that stops matching
         # arrives as DELETED, one that starts matching as ADDED
         self.field_selector = field_selector
@@ -184,8 +188,10 @@ class Reflector:
                 body = orjson.loads(page.data)
             finally:
                 page.release_conn()
-            items.extend(body.get("items") or [])
+            found = body.get("items") or []
             meta = body.get("metadata") or {}
+            items.extend(map(self.keep, found) if self.keep is not None else found)
+            del body, found  # this page's whole objects go before the next page comes
             token = meta.get("continue")
             if not token:
                 version = str(meta.get("resourceVersion", ""))
