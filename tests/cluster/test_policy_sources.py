@@ -3,6 +3,7 @@ rejected or missing ConfigMap keeps the last good set serving and says why."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,7 +263,10 @@ UNEXPECTED = [
     ("error", "says"), UNEXPECTED, ids=[type(e).__name__ for e, _ in UNEXPECTED]
 )
 def test_a_reload_that_raises_is_a_failed_reload_and_the_last_good_set_keeps_serving(
-    monkeypatch: pytest.MonkeyPatch, error: BaseException, says: str
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: BaseException,
+    says: str,
 ) -> None:
     src, store, recorded = sources()
     src.configmap_changed(state({"a.yaml": A}, "7"))
@@ -272,7 +276,11 @@ def test_a_reload_that_raises_is_a_failed_reload_and_the_last_good_set_keeps_ser
         raise error
 
     monkeypatch.setattr("policyext.cluster.policy_sources.load_policies", exploding)
-    src.configmap_changed(state({"a.yaml": B}, "8"))
+    with caplog.at_level(logging.ERROR, logger="policyext.reload"):
+        src.configmap_changed(state({"a.yaml": B}, "8"))
+    # the reply says what failed; the log keeps the traceback, to find the bug by
+    [logged] = [r for r in caplog.records if r.name == "policyext.reload"]
+    assert logged.exc_info is not None and logged.exc_info[1] is error
     assert store.current is good
     assert (store.reloads_ok, store.reloads_failed) == (1, 1)
     assert store.status is not None and not store.status.ok
