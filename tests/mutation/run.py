@@ -19,19 +19,22 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import os
 import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from cosmic_ray.commands.init import init
-from cosmic_ray.mutating import mutate_and_test
+from cosmic_ray.mutating import mutate_and_test, mutate_code
+from cosmic_ray.plugins import get_operator
 from cosmic_ray.work_db import WorkDB, WorkResultStorage, use_db
 from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
@@ -53,6 +56,25 @@ EXCLUDED: Final = (
     r"core/VariableInserter$",
     r"core/RemoveDecorator$",
 )
+
+
+# set in the environment of every test run (and so of the servers it starts, which get the
+# test's environment less POLICYEXT_*): a process still holding it once its run has ended
+# is a leftover, e.g. a server started by a test that the time limit stopped
+MARK: Final = "MUTATION_RUN"
+
+
+def stop_leftovers(token: str) -> None:
+    """Kill every process of this run still alive after its test command ended."""
+    needle = f"{MARK}={token}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):  # gone meanwhile, or not ours to read
+            continue
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,7 @@ def leave_out(target: Target, db: WorkDB) -> None:
     typed = annotations(source)
     excluded = re.compile("|".join(EXCLUDED))
     only = re.compile(target.operators) if target.operators else None
+    pending = {item.job_id for item in db.pending_work_items}
     for item in db.work_items:
         (mutation,) = item.mutations
         line = mutation.start_pos[0]
@@ -152,6 +175,19 @@ def leave_out(target: Target, db: WorkDB) -> None:
             skip(db, item.job_id, "outside the definitions of this target")
         elif any(a <= tuple(mutation.start_pos) < b for a, b in typed):
             skip(db, item.job_id, "inside a type annotation")
+        elif item.job_id in pending and not compiles(source, mutation):
+            skip(db, item.job_id, "not Python (e.g. the * of keyword-only arguments as -)")
+
+
+def compiles(source: str, mutation: Any) -> bool:
+    """Whether the mutant is Python at all: one that is not would fail every test."""
+    operator = get_operator(mutation.operator_name)(**mutation.operator_args)
+    mutated = mutate_code(source, operator, mutation.occurrence)
+    try:
+        compile(mutated or source, "<mutant>", "exec")
+    except SyntaxError:
+        return False
+    return True
 
 
 def baseline(target: Target) -> float:
@@ -238,10 +274,12 @@ def run_target(target: Target, again: bool) -> Tally:
             took = baseline(target)
             limit = max(60.0, took * 3)
             command = shlex.join(tests_of(target))
+            token = os.environ[MARK] = uuid.uuid4().hex
             print(f"{target.name}: {len(pending)} mutants to test, {took:.0f} s each")
             try:
                 for done, item in enumerate(pending, 1):
                     result = mutate_and_test(item.mutations, command, limit)
+                    stop_leftovers(token)
                     db.set_result(item.job_id, result)
                     (mutation,) = item.mutations
                     print(
@@ -253,6 +291,7 @@ def run_target(target: Target, again: bool) -> Tally:
             finally:  # whatever stopped the run, the source is the one it found
                 if path.read_bytes() != original:
                     path.write_bytes(original)
+                stop_leftovers(token)
         counts = tally(db)
         report = write_survivors(target, db)
     print(f"{target.name}: {counts} -> {report.relative_to(ROOT)}", flush=True)
