@@ -258,7 +258,7 @@ def run_target(target: Target, again: bool) -> Tally:
     stamp = WORK / f"{target.name}.fingerprint"
     current = fingerprint(target)
     if session.exists() and (not stamp.exists() or stamp.read_text() != current):
-        session.unlink()  # another source or selection: the old results say nothing
+        session.unlink()  # another source or filter: the old results say nothing
     fresh = not session.exists()
     path = ROOT / target.path
     original = path.read_bytes()
@@ -285,7 +285,7 @@ def run_target(target: Target, again: bool) -> Tally:
                     print(
                         f"  {done}/{len(pending)} line {mutation.start_pos[0]} "
                         f"{mutation.operator_name.removeprefix('core/')}: "
-                        f"{result.test_outcome or result.worker_outcome}",
+                        f"{(result.test_outcome or result.worker_outcome).value}",
                         flush=True,
                     )
             finally:  # whatever stopped the run, the source is the one it found
