@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.policy_sources import EVENT_ISSUES, PolicySources, event_message
 from policyext.cluster.rules_configmap import (
     EVENT_MESSAGE_LIMIT,
     ConfigMapNameError,
@@ -23,7 +23,8 @@ from policyext.cluster.rules_configmap import (
     policy_texts,
 )
 from policyext.policy.compile import NOT_LOADED
-from policyext.store import PolicyStore
+from policyext.policy.model import Issue, Location
+from policyext.store import PolicyStore, ReloadStatus
 from tests.cluster.policies import BROKEN, rejecting
 
 REF = ConfigMapRef("kube-system", "policies")
@@ -307,3 +308,49 @@ def test_an_alias_bomb_in_the_configmap_is_a_rejected_update_naming_the_anchor()
     assert str(issue).startswith(
         "configmap/kube-system/policies/lol.yaml:4:5: YAML anchor &x0 is not accepted"
     )
+
+
+def test_an_unreadable_configmap_is_the_status_until_it_is_read_and_changes_nothing_after() -> None:
+    src, store, recorded = sources()
+    src.configmap_unreadable("cannot read configmaps: HTTP 403")
+    assert store.status is not None and not store.status.ok
+    assert store.status.error == "cannot read configmaps: HTTP 403"
+    assert store.current is NOT_LOADED and store.reloads_failed == 1
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    served = store.status
+    # once read, a later failure to read it (the watch's own retries) keeps what it served
+    src.configmap_unreadable("cannot read configmaps: HTTP 503")
+    assert store.status is served and store.status.ok and store.reloads_failed == 1
+    assert [ok for _, ok, _ in recorded.events] == [True]
+
+
+def test_without_an_event_recorder_a_configmap_change_is_still_served() -> None:
+    store = PolicyStore()
+    src = PolicySources(store, [], REF)
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    assert store.status is not None and store.status.ok
+    assert [p.name for p in store.current.policies] == ["a"]
+
+
+def test_a_configmap_change_before_the_objects_are_listed_serves_nothing_and_records_no_event() -> (
+    None
+):
+    store, recorded = PolicyStore(), Recorded()
+    src = PolicySources(store, [], REF, recorded, objects=True)  # type: ignore[arg-type]
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    assert store.current is NOT_LOADED and store.status is None
+    assert recorded.events == []
+
+
+@pytest.mark.parametrize(
+    ("issues", "tail"),
+    [(1, ""), (5, ""), (6, " (and 1 more)"), (8, " (and 3 more)")],
+    ids=["one", "five", "six", "eight"],
+)
+def test_a_rejection_event_lists_the_first_five_issues_and_counts_the_others(
+    issues: int, tail: str
+) -> None:
+    found = tuple(Issue(Location(f"k{i}.yaml", 1, 2), "bad") for i in range(issues))
+    message = event_message(ReloadStatus(False, 0.0, "v1", "configmap", found))
+    listed = "; ".join(f"k{i}.yaml:1:2: bad" for i in range(min(issues, EVENT_ISSUES)))
+    assert message == f"policy update rejected, version v1 keeps serving: {listed}{tail}"
