@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP     := $(VENV)/.installed-test
 
-.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema crd e2e e2e-binaries bench bench-throughput bench-scale reliability clean constraints base-digest
+.PHONY: venv run test lint typecheck layers unit chart conformance cel-schema crd e2e e2e-binaries bench bench-throughput bench-scale reliability mutation clean constraints base-digest
 
 # the run-time packages at the exact versions of constraints.txt, the image's (the test and
 # dev tools within setup.cfg's ranges)
@@ -125,5 +125,13 @@ reliability: $(STAMP)
 	$(BIN)/python -m bench.hostile_policies --bombs
 	$(BIN)/python -m tests.server.hostile
 
+# mutation testing of the modules that decide what kube-scheduler is told (their list and
+# each one's tests: tests/mutation/targets.py), at the lowest priority: slow (minutes to an
+# hour a module), so neither in `make test` nor in CI. `make mutation MUTATE='store
+# statuses'` runs some; the results and each survivor's diff are in .mutation/
+MUTATE ?=
+mutation: $(STAMP)
+	nice -n 19 $(BIN)/python -m tests.mutation $(MUTATE)
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .mutation build *.egg-info

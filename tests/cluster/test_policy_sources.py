@@ -3,6 +3,7 @@ rejected or missing ConfigMap keeps the last good set serving and says why."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.policy_sources import EVENT_ISSUES, PolicySources, event_message
 from policyext.cluster.rules_configmap import (
     EVENT_MESSAGE_LIMIT,
     ConfigMapNameError,
@@ -22,7 +23,8 @@ from policyext.cluster.rules_configmap import (
     policy_texts,
 )
 from policyext.policy.compile import NOT_LOADED
-from policyext.store import PolicyStore
+from policyext.policy.model import Issue, Location
+from policyext.store import PolicyStore, ReloadStatus
 from tests.cluster.policies import BROKEN, rejecting
 
 REF = ConfigMapRef("kube-system", "policies")
@@ -262,7 +264,10 @@ UNEXPECTED = [
     ("error", "says"), UNEXPECTED, ids=[type(e).__name__ for e, _ in UNEXPECTED]
 )
 def test_a_reload_that_raises_is_a_failed_reload_and_the_last_good_set_keeps_serving(
-    monkeypatch: pytest.MonkeyPatch, error: BaseException, says: str
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: BaseException,
+    says: str,
 ) -> None:
     src, store, recorded = sources()
     src.configmap_changed(state({"a.yaml": A}, "7"))
@@ -272,7 +277,11 @@ def test_a_reload_that_raises_is_a_failed_reload_and_the_last_good_set_keeps_ser
         raise error
 
     monkeypatch.setattr("policyext.cluster.policy_sources.load_policies", exploding)
-    src.configmap_changed(state({"a.yaml": B}, "8"))
+    with caplog.at_level(logging.ERROR, logger="policyext.reload"):
+        src.configmap_changed(state({"a.yaml": B}, "8"))
+    # the reply says what failed; the log keeps the traceback, to find the bug by
+    [logged] = [r for r in caplog.records if r.name == "policyext.reload"]
+    assert logged.exc_info is not None and logged.exc_info[1] is error
     assert store.current is good
     assert (store.reloads_ok, store.reloads_failed) == (1, 1)
     assert store.status is not None and not store.status.ok
@@ -299,3 +308,49 @@ def test_an_alias_bomb_in_the_configmap_is_a_rejected_update_naming_the_anchor()
     assert str(issue).startswith(
         "configmap/kube-system/policies/lol.yaml:4:5: YAML anchor &x0 is not accepted"
     )
+
+
+def test_an_unreadable_configmap_is_the_status_until_it_is_read_and_changes_nothing_after() -> None:
+    src, store, recorded = sources()
+    src.configmap_unreadable("cannot read configmaps: HTTP 403")
+    assert store.status is not None and not store.status.ok
+    assert store.status.error == "cannot read configmaps: HTTP 403"
+    assert store.current is NOT_LOADED and store.reloads_failed == 1
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    served = store.status
+    # once read, a later failure to read it (the watch's own retries) keeps what it served
+    src.configmap_unreadable("cannot read configmaps: HTTP 503")
+    assert store.status is served and store.status.ok and store.reloads_failed == 1
+    assert [ok for _, ok, _ in recorded.events] == [True]
+
+
+def test_without_an_event_recorder_a_configmap_change_is_still_served() -> None:
+    store = PolicyStore()
+    src = PolicySources(store, [], REF)
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    assert store.status is not None and store.status.ok
+    assert [p.name for p in store.current.policies] == ["a"]
+
+
+def test_a_configmap_change_before_the_objects_are_listed_serves_nothing_and_records_no_event() -> (
+    None
+):
+    store, recorded = PolicyStore(), Recorded()
+    src = PolicySources(store, [], REF, recorded, objects=True)  # type: ignore[arg-type]
+    src.configmap_changed(state({"a.yaml": A}, "7"))
+    assert store.current is NOT_LOADED and store.status is None
+    assert recorded.events == []
+
+
+@pytest.mark.parametrize(
+    ("issues", "tail"),
+    [(1, ""), (5, ""), (6, " (and 1 more)"), (8, " (and 3 more)")],
+    ids=["one", "five", "six", "eight"],
+)
+def test_a_rejection_event_lists_the_first_five_issues_and_counts_the_others(
+    issues: int, tail: str
+) -> None:
+    found = tuple(Issue(Location(f"k{i}.yaml", 1, 2), "bad") for i in range(issues))
+    message = event_message(ReloadStatus(False, 0.0, "v1", "configmap", found))
+    listed = "; ".join(f"k{i}.yaml:1:2: bad" for i in range(min(issues, EVENT_ISSUES)))
+    assert message == f"policy update rejected, version v1 keeps serving: {listed}{tail}"

@@ -239,3 +239,21 @@ def test_a_value_the_object_holds_twice_is_written_out_twice_not_as_an_alias() -
     src, store = _sources()
     src.objects_changed(_listed(obj))
     assert store.status is not None and store.status.ok, store.status.issues
+
+
+def test_a_whole_reload_rejected_by_a_file_still_names_the_new_object_that_gave_way(
+    tmp_path: Path,
+) -> None:
+    """A new object taking a file's name gives way, and the set without it still does not
+    load (a file took a served object's name): the rejection names both."""
+    (tmp_path / "c.yaml").write_text(rejecting("c", "gpu"), encoding="utf-8")
+    src, store = _sources([str(tmp_path)])
+    src.objects_changed(_listed(A, B))
+    good = store.current
+    (tmp_path / "b.yaml").write_text(rejecting("b", "zone"), encoding="utf-8")
+    src.objects_changed(_listed(A, B, policy_object(rejecting("c", "arm"))))
+    assert store.current is good
+    assert store.status is not None and not store.status.ok and not store.status.partial
+    named = sorted(str(i).split(":")[0] for i in store.status.issues)
+    assert "schedulingpolicy/c" in named, named
+    assert any(name.endswith("b.yaml") or name == "schedulingpolicy/b" for name in named), named

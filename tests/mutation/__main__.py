@@ -1,0 +1,5 @@
+import sys
+
+from tests.mutation.run import main
+
+sys.exit(main())

@@ -1,0 +1,129 @@
+"""The modules `make mutation` mutates, and the tests each one runs against its mutants.
+
+The one list to edit when a module moves or a test file is added: each target names a
+source file (from the repository's root), the test files that cover it (a selection, so
+that a target takes minutes rather than the whole suite per mutant), and optionally the
+definitions to mutate (functions or classes by qualified name, when only part of a large
+module decides what kube-scheduler is told) or the operators to apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    path: str
+    tests: tuple[str, ...]
+    # only mutations inside these definitions (qualified names: `Class`, `Class.method`,
+    # `function`); empty: the whole module
+    within: tuple[str, ...] = ()
+    # only the operators whose cosmic-ray names match this regular expression (e.g. the
+    # comparison operators alone); empty: every operator the run applies
+    operators: str = ""
+
+
+# the comparison operators of Python (==, <, is, ...) and the boolean ones (and, or, not)
+COMPARISONS: Final = r"core/(ReplaceComparisonOperator_|ReplaceAndWithOr|ReplaceOrWithAnd|AddNot)"
+
+TARGETS: Final = (
+    Target(
+        "rejection",
+        "policyext/policy/rejection.py",
+        ("tests/policy/test_verdicts.py", "tests/server/test_mixed_rejections.py"),
+    ),
+    Target(
+        "statuses",
+        "policyext/server/statuses.py",
+        (
+            "tests/server/test_bad_input.py",
+            "tests/server/test_path_tricks.py",
+            "tests/server/test_hotpath.py",
+        ),
+    ),
+    Target(
+        "store",
+        "policyext/store.py",
+        (
+            "tests/server/test_reload.py",
+            "tests/cluster/test_policy_sources.py",
+            "tests/cluster/test_rules_crd.py",
+        ),
+    ),
+    Target(
+        "policy_sources",
+        "policyext/cluster/policy_sources.py",
+        (
+            "tests/cluster/test_policy_sources.py",
+            "tests/cluster/test_rules_crd.py",
+            "tests/server/test_reload.py",
+        ),
+    ),
+    Target(
+        "normalise",
+        "policyext/policy/engine.py",
+        ("tests/policy/test_engine.py", "tests/server/test_wire_format.py"),
+        within=("_normalize", "final_score"),
+    ),
+    Target(
+        "verdicts",
+        "policyext/policy/verdicts.py",
+        (
+            "tests/policy/test_verdicts.py",
+            "tests/policy/test_engine.py",
+            "tests/server/test_mixed_rejections.py",
+            "tests/server/test_wire_format.py",
+            "tests/server/test_failed_node_messages.py",
+        ),
+    ),
+    Target(
+        "fastwire",
+        "policyext/server/fastwire.py",
+        (
+            "tests/server/test_wire_format.py",
+            "tests/server/test_node_list_versions.py",
+            "tests/server/test_reply_encoding.py",
+        ),
+    ),
+    Target(
+        "wire",
+        "policyext/server/wire.py",
+        (
+            "tests/server/test_wire_format.py",
+            "tests/server/test_reply_encoding.py",
+            "tests/server/test_bad_input.py",
+            "tests/server/test_names_apart.py",
+            "tests/server/test_repeated_names.py",
+        ),
+    ),
+    Target(
+        "verbs",
+        "policyext/server/verbs.py",
+        (
+            "tests/server/test_wire_format.py",
+            "tests/server/test_reply_encoding.py",
+            "tests/server/test_hotpath.py",
+            "tests/server/test_preemption.py",
+            "tests/server/test_bind_verb.py",
+            "tests/server/test_scores_ahead.py",
+        ),
+    ),
+    Target(
+        "columns",
+        "policyext/policy/columns.py",
+        ("tests/policy/test_columns.py", "tests/policy/test_invalid_quantities.py"),
+        within=(
+            "_Compare",
+            "_QuantityCompare",
+            "_order_test",
+            "_clear_sides",
+            "_sides",
+            "_admitted",
+            "_scalable",
+        ),
+        operators=COMPARISONS,
+    ),
+)
