@@ -6,7 +6,7 @@ policy set and a `ClusterSource` (the node and pod caches of `policyext serve
 --kubeconfig`), fed through the seam its watches use (`replace` with a list, `apply` with
 a watch event) rather than through a real API server: loading 150,000 pods into the
 test harness's etcd and kube-apiserver takes longer than this whole benchmark on a small
-machine (docs/benchmarks.md, "The caches at scale", gives the rate measured). The objects
+machine (docs/benchmarks-scale.md gives the rate measured). The objects
 are shaped like the API's: nodes from the benchmark workload (bench/workload.py: images,
 conditions, labels as a cloud's nodes carry them), pods with what the API server and a
 kubelet fill in (defaults, a projected service-account volume, tolerations, status
@@ -276,7 +276,9 @@ def measure(folder: Path, size: str) -> Figures:
     from bench import policy
     from bench.replay import quiet_decision_log
     from policyext.cluster.cache import ClusterSource, listed_pod
-    from policyext.server.hotpath import HotVerbs
+    from policyext.cluster.client import ApiClients
+    from policyext.server.entrance import Verbs
+    from policyext.server.lanes import direct_lane, hot_paths
     from policyext.server.metrics import Metrics
     from policyext.store import PolicyStore
 
@@ -284,8 +286,8 @@ def measure(folder: Path, size: str) -> Figures:
     store = PolicyStore()
     policies = policy.compiled()
     store.reload(lambda: policies, "bench.scale")
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
-    hot = HotVerbs(store, source, Metrics(), time.time_ns, 64 << 20, "")
+    source = ClusterSource(ApiClients.over(k8s.ApiClient()))  # fed by hand: it never connects
+    lane = direct_lane(Verbs(store, source, Metrics(), time.time_ns, ""), hot_paths(""), 64 << 20)
     names: list[str] = orjson.loads((folder / "names.json").read_bytes())
     gc.collect()
     me = os.getpid()
@@ -342,7 +344,7 @@ def measure(folder: Path, size: str) -> Figures:
     for bound in binds:
         for verb in ("filter", "prioritize"):
             started = time.process_time()
-            answer = hot.direct(f"/{verb}", body)
+            answer = lane(f"/{verb}", body)
             seconds[verb].append(time.process_time() - started)
             if answer is None:
                 raise ValueError(f"the direct lane declined a {verb} call")

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
 
 from policyext.cluster.cache import ClusterSource, bound_part, listed_pod
 from policyext.cluster.watch import Reflector
 from policyext.policy.resources import pod_requests, pod_summary
+from tests.cluster.fake_core import fake_api
 
 Json = dict[str, Any]
 
@@ -114,7 +114,7 @@ SHAPES = [
 
 
 def _source(*pods: Json) -> ClusterSource:
-    source = ClusterSource(k8s.ApiClient())  # fed by hand: it never connects
+    source = ClusterSource(fake_api())  # fed by hand: it never connects
     source.replace("nodes", [{"metadata": {"name": "a", "resourceVersion": "1"}, "status": {}}])
     source.replace("pods", list(pods))
     return source
