@@ -42,6 +42,10 @@ TARGETS: Final = (
             "tests/server/test_bad_input.py",
             "tests/server/test_path_tricks.py",
             "tests/server/test_hotpath.py",
+            "tests/server/test_entrance.py",
+            "tests/server/test_framing.py",
+            "tests/server/test_slow_clients.py",
+            "tests/server/test_connection_limits.py",
         ),
     ),
     Target(
