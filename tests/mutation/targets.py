@@ -46,6 +46,11 @@ TARGETS: Final = (
             "tests/server/test_framing.py",
             "tests/server/test_slow_clients.py",
             "tests/server/test_connection_limits.py",
+            "tests/server/test_malformed_http.py",
+            "tests/server/test_listeners.py",
+            "tests/server/test_tls_allow.py",
+            # /readyz's 503 (the only test of it: the workers draining on SIGTERM)
+            "tests/server/test_shutdown.py::test_on_sigterm_readyz_answers_503_in_every_worker_saying_it_drains",
         ),
     ),
     Target(
