@@ -21,6 +21,7 @@ is a usual, deliberate form.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -49,6 +50,10 @@ ALWAYS_SET: Final = frozenset(
 )
 
 
+# the last step of a path: `.field` or `[index]`
+_LAST_STEP: Final = re.compile(r"(\.[^.\[]+|\[[^\]]*\])$")
+
+
 @dataclass(frozen=True, slots=True)
 class UnguardedRead:
     """A plain selection of an optional field: `path` is what is read (`node.metadata.labels`),
@@ -74,8 +79,8 @@ def unguarded_reads(expression: CheckedExpression) -> list[UnguardedRead]:
     checked = expression.typed
     found: dict[str, UnguardedRead] = {}
     for node in _walk(checked.tree, frozenset(), checked):
-        path = _path(node)
-        if path is None or path in found:
+        path = _path(node) or f"(...).{node.field}"
+        if path in found:
             continue
         owner = checked.type_of(node.operand).name
         line, column = position(checked.source, node.offset)
@@ -143,7 +148,8 @@ def _tested(node: ast.Node) -> frozenset[str]:
             path = _path(current)
             while path:
                 out.add(path)
-                path = path.rpartition(".")[0]
+                shorter = _LAST_STEP.sub("", path)
+                path = shorter if shorter != path else None
             continue
         if isinstance(current, ast.Select):
             stack.append(current.operand)
@@ -157,11 +163,34 @@ def _tested(node: ast.Node) -> frozenset[str]:
 
 
 def _path(node: ast.Node) -> str | None:
-    """`a.b.c` for a chain of plain selections from a name (None for anything else)."""
+    """`a.b[0].c` for a chain of plain selections and constant indexes from a name (None for
+    anything else)."""
     steps: list[str] = []
-    while isinstance(node, ast.Select) and not node.optional:
-        steps.append(node.field)
-        node = node.operand
+    while True:
+        if isinstance(node, ast.Select) and not node.optional:
+            steps.append(f".{node.field}")
+            node = node.operand
+        elif _constant_index(node):
+            assert isinstance(node, ast.Call)
+            steps.append(f"[{_literal(node.args[1])}]")
+            node = node.args[0]
+        else:
+            break
     if not isinstance(node, ast.Ident) or not steps:
         return None
-    return ".".join([node.name, *reversed(steps)])
+    return node.name + "".join(reversed(steps))
+
+
+def _constant_index(node: ast.Node) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and node.function == "_[_]"
+        and node.target is None
+        and isinstance(node.args[1], ast.Literal)
+        and type(node.args[1].value) in (int, str)
+    )
+
+
+def _literal(node: ast.Node) -> str:
+    assert isinstance(node, ast.Literal)
+    return repr(node.value)
