@@ -82,6 +82,8 @@ class PolicyStore:
             policy_set, refused = partial.policies, partial.refused
             self.current = policy_set
             self.loaded = True
+            for warning in policy_set.warnings:  # served all the same (see /policies)
+                log.warning("%s", warning.as_warning())
             if refused:
                 self.reloads_failed += 1
                 self.status = ReloadStatus(

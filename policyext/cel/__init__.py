@@ -37,6 +37,7 @@ from policyext.cel.errors import (
     CELSyntaxError,
     CostLimitExceeded,
 )
+from policyext.cel.guards import UnguardedRead, unguarded_reads
 from policyext.cel.k8stypes import root as kubernetes_type
 from policyext.cel.lib.quantity import Quantity
 from policyext.cel.limits import Limits
@@ -95,6 +96,7 @@ __all__ = [
     "Timestamp",
     "Type",
     "UInt",
+    "UnguardedRead",
     "ast",
     "check_expression",
     "compile",
@@ -113,4 +115,5 @@ __all__ = [
     "split",
     "split_checked",
     "type_name",
+    "unguarded_reads",
 ]

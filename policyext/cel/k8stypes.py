@@ -62,3 +62,13 @@ def root(variable: str) -> Type:
 def source() -> str:
     """Where the types come from: the module, release and file."""
     return str(_schema()["source"])
+
+
+def optional_fields(name: str) -> frozenset[str] | None:
+    """The fields of a Kubernetes object type that its schema does not list as required
+    (None for a type that is not one of Kubernetes': policyext's own, `variables`)."""
+    schema = _schema()
+    fields = schema["types"].get(name)
+    if fields is None:
+        return None
+    return frozenset(fields) - frozenset(schema.get("required", {}).get(name, ()))

@@ -73,16 +73,32 @@ def tests_xml(results: Sequence[TestResult], issues: Sequence[Issue]) -> str:
     return _count(root)
 
 
-def validation_xml(files: Sequence[str], issues: Sequence[Issue]) -> str:
+def validation_xml(
+    files: Sequence[str],
+    issues: Sequence[Issue],
+    warnings: Sequence[Issue] = (),
+    *,
+    strict: bool = False,
+) -> str:
     """One case per policy file, failed with every problem found in it; a problem in a file
-    that was not listed (a path that does not exist) gets a case of its own."""
+    that was not listed (a path that does not exist) gets a case of its own. A file's
+    warnings are the case's output (its failures with `strict`)."""
     root = ET.Element("testsuites", name="policyext validate")
     suite = _suite(root, "policyext validate")
     by_file: dict[str, list[str]] = {file: [] for file in files}
     for issue in issues:
         by_file.setdefault(issue.location.file, []).append(str(issue))
+    warned: dict[str, list[str]] = {}
+    for warning in warnings:
+        line = warning.as_warning()
+        if strict:
+            by_file.setdefault(warning.location.file, []).append(line)
+        else:
+            warned.setdefault(warning.location.file, []).append(line)
     for file, problems in by_file.items():
         case = _case(suite, "validate", file, file)
         if problems:
             _problem(case, "failure", problems)
+        if file in warned:
+            ET.SubElement(case, "system-out").text = "\n".join(warned[file])
     return _count(root)

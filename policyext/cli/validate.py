@@ -1,11 +1,14 @@
-"""`policyext validate PATH...`: check policy files, print every problem; `-o json` or
-`-o junit` for CI."""
+"""`policyext validate PATH...`: check policy files, print every problem and every warning
+(a rule that loads but errors on a pod or node without an optional field it reads); `-o
+json`, `-o yaml` or `-o junit` for CI; `--strict` fails on warnings too."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+
+import yaml
 
 from policyext.cli import junit
 from policyext.cli.flags import EXIT_INVALID, EXIT_OK, Commands, add_output, add_paths, usage
@@ -26,7 +29,12 @@ def register(commands: Commands) -> None:
         "validate", help="check policy files; print every problem as file:line:col"
     )
     add_paths(parser, "--rules", help="policy files or folders")
-    add_output(parser, ("text", "json", "junit"))
+    add_output(parser, ("text", "json", "yaml", "junit"))
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) on warnings too: optional fields read without ? or has()",
+    )
     parser.set_defaults(run=run)
 
 
@@ -45,20 +53,31 @@ def run(args: argparse.Namespace) -> int:
         # a green CI run on a wrong path would check nothing (as `test` refuses no tests)
         issues = [_nothing_found(args.paths)]
         policy_set = None
-    if args.output == "json":
-        json.dump(_data(policy_set, issues), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    warnings = list(policy_set.warnings) if policy_set is not None else []
+    failed = policy_set is None or (args.strict and bool(warnings))
+    if args.output in ("json", "yaml"):
+        data = _data(policy_set, issues, warnings, failed)
+        if args.output == "json":
+            json.dump(data, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            yaml.safe_dump(data, sys.stdout, sort_keys=False)
     elif args.output == "junit":
         found, _ = discover_files(args.paths)
-        sys.stdout.write(junit.validation_xml([shown for _, shown in found], issues))
+        files = [shown for _, shown in found]
+        sys.stdout.write(junit.validation_xml(files, issues, warnings, strict=args.strict))
     elif policy_set is None:
         print_issues(issues, count=True)
     else:
+        for warning in warnings:
+            print(warning.as_warning(), file=sys.stderr)
+        counted = f", {plural(len(warnings), 'warning')}" if warnings else ""
+        verdict = "invalid (--strict)" if failed else "valid"
         print(
-            f"valid: {plural(len(policy_set.policies), 'policy', 'policies')}, "
-            f"{plural(policy_set.rule_count(), 'rule')}, version {policy_set.version}"
+            f"{verdict}: {plural(len(policy_set.policies), 'policy', 'policies')}, "
+            f"{plural(policy_set.rule_count(), 'rule')}, version {policy_set.version}{counted}"
         )
-    return EXIT_OK if policy_set is not None else EXIT_INVALID
+    return EXIT_INVALID if failed else EXIT_OK
 
 
 def _nothing_found(paths: list[str]) -> Issue:
@@ -70,11 +89,14 @@ def _nothing_found(paths: list[str]) -> Issue:
     )
 
 
-def _data(policy_set: PolicySet | None, issues: list[Issue]) -> dict[str, object]:
+def _data(
+    policy_set: PolicySet | None, issues: list[Issue], warnings: list[Issue], failed: bool
+) -> dict[str, object]:
     return {
-        "valid": policy_set is not None,
+        "valid": not failed,
         "version": policy_set.version if policy_set is not None else None,
         "policies": len(policy_set.policies) if policy_set is not None else 0,
         "rules": policy_set.rule_count() if policy_set is not None else 0,
         "problems": [issue_data(i) for i in issues],
+        "warnings": [issue_data(w) for w in warnings],
     }

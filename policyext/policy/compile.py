@@ -124,6 +124,9 @@ class PolicySet:
     # rule): then the same pod's scores on the same nodes may be others a moment later.
     # Unknown (a set not made by `load_policy_texts`): assumed so.
     scores_read_time: bool = True
+    # what loads but may fail on some nodes (an optional field read without `?` or has()):
+    # shown by `validate`, logged on a reload, never a reason to refuse the set
+    warnings: tuple[Issue, ...] = ()
 
     def rule_count(self) -> int:
         return sum(len(p.filters) + len(p.scores) for p in self.policies)
@@ -214,6 +217,7 @@ def compile_documents(
     limits: cel.Limits | None = None,
 ) -> PolicySet:
     compiler = _PolicyCompiler(issues, limits)
+    warnings = compiler.warnings
     compiled: list[CompiledPolicy] = []
     normalized: list[object] = []
     policy_files: list[str] = []
@@ -246,6 +250,7 @@ def compile_documents(
         tuple(f for f in sources if f in policy_files),  # the files that hold policies
         node_fields(compiled),
         scores_read_time(compiled),
+        tuple(sorted(warnings, key=_issue_order)),
     )
 
 
@@ -330,6 +335,7 @@ class _PolicyCompiler:
 
     def __init__(self, issues: list[Issue], limits: cel.Limits | None) -> None:
         self.issues = issues
+        self.warnings: list[Issue] = []
         self.limits = limits
         self.broken_variables: set[str] = set()  # of the policy being compiled
         self.variable_names: set[str] = set()  # all the variables of that policy
@@ -497,6 +503,7 @@ class _PolicyCompiler:
         if compiled is None:
             return None
         program, checked = compiled
+        self.warn_unguarded(policy, rule, expr, checked)
         defined = {v.name for v, _ in variables}
         used = {field for root, field in program.selections if root == "variables"}
         if used & self.broken_variables:
@@ -551,6 +558,15 @@ class _PolicyCompiler:
             plan = None
         return CompiledExpression(expr, program, False, plan)
 
+    def warn_unguarded(
+        self, policy: str, rule: str, expr: Expression, checked: cel.CheckedExpression
+    ) -> None:
+        """A warning for each optional field of the pod or node read without `?` or has():
+        the rule errors on an object without it (load time only, never on a request)."""
+        for read in cel.unguarded_reads(checked):
+            location = expression_location(expr, read.line, read.column)
+            self.warnings.append(Issue(location, _unguarded_message(read), policy, rule))
+
     def cel(
         self,
         policy: str,
@@ -582,6 +598,16 @@ class _PolicyCompiler:
             return program, checked
         self.issues.append(Issue(expr.location, message, policy, rule))
         return None
+
+
+def _unguarded_message(read: cel.UnguardedRead) -> str:
+    root = read.path.partition(".")[0]
+    what = f"a {root}" if root in ("pod", "node") else f"an item of {read.owner}"
+    return (
+        f"reads {read.path} without ? or has(): errors on {what} without "
+        f"{read.field} ({read.owner}.{read.field} is optional in Kubernetes' schema; "
+        f"use {read.safe_form}... or guard it with has({read.path}))"
+    )
 
 
 def _cel_issue(

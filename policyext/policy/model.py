@@ -40,8 +40,15 @@ class Issue:
     rule: str = ""
 
     def __str__(self) -> str:
+        return self._line("")
+
+    def as_warning(self) -> str:
+        """The line of a warning: `file:line:col: warning: policy/rule: message`."""
+        return self._line("warning: ")
+
+    def _line(self, severity: str) -> str:
         owner = "/".join(part for part in (self.policy, self.rule) if part)
-        return f"{self.location}: {owner + ': ' if owner else ''}{self.message}"
+        return f"{self.location}: {severity}{owner + ': ' if owner else ''}{self.message}"
 
 
 class PolicyError(Exception):

@@ -108,6 +108,8 @@ def _policies(store: PolicyStore, source: LiveNodeSource | None) -> dict[str, An
             }
             for p in current.policies
         ],
+        # rules that load but fail on a pod or node without an optional field they read
+        "warnings": [w.as_warning() for w in current.warnings],
         "lastReload": None
         if status is None
         else {

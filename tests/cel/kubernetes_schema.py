@@ -10,7 +10,9 @@ the one Kubernetes applies to give CEL expressions their types (k8s.io/apiserver
 pkg/cel/common SchemaDeclType): objects with properties become object types, objects with
 additionalProperties maps from string, `int-or-string` is dyn, `date-time` strings are
 timestamps, `byte` strings bytes, integers int, numbers double. The output holds only the
-definitions that Pod and Node reach, with short names (`PodSpec`) where they are unique.
+definitions that Pod and Node reach, with short names (`PodSpec`) where they are unique, and
+under `required` the fields each of them lists as required (the rest are optional: `validate`
+warns of an expression that reads one of those without `?` or `has()`).
 """
 
 from __future__ import annotations
@@ -62,10 +64,16 @@ def convert(definitions: dict[str, Any], roots: dict[str, str], version: str) ->
         }
         for name in sorted(objects, key=lambda n: short[n])
     }
+    required = {
+        short[name]: sorted(definitions[name]["required"])
+        for name in sorted(objects, key=lambda n: short[n])
+        if definitions[name].get("required")
+    }
     return {
         "source": f"{KUBERNETES_MODULE.split('@', maxsplit=1)[0]} {version} {SWAGGER}",
         "roots": {variable: short[name] for variable, name in roots.items()},
         "types": types,
+        "required": required,
     }
 
 

@@ -169,6 +169,7 @@ def test_validate_reports_as_json(tmp_path: Path) -> None:
         "policies": 1,
         "rules": 1,
         "problems": [],
+        "warnings": [],
     }
     (tmp_path / "broken.yaml").write_text(BROKEN_POLICY)
     invalid = policyext("validate", tmp_path, "-o", "json")
