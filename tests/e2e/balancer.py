@@ -19,12 +19,14 @@ from __future__ import annotations
 import csv
 import shutil
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from tests.e2e.controlplane import PATIENCE, Component, free_port
-from tests.e2e.extender import eventually
+from tests.e2e.controlplane import PATIENCE, Component, ControlPlane, free_port
+from tests.e2e.extender import Extender, eventually, scheduler_config
+from tests.unavailable import skip_or_fail
 
 # how often HAProxy asks each replica's /readyz; one failure takes it out, two successes
 # bring it back
@@ -103,3 +105,41 @@ backend replicas
     def wait_up(self, *names: str) -> None:
         """Until HAProxy sends new connections to each of `names`."""
         eventually(lambda: all(self.status().get(n, "").startswith("UP") for n in names))
+
+
+@contextmanager
+def behind_balancer(
+    control_plane: ControlPlane,
+    folder: Path,
+    replicas: Mapping[str, Extender],
+    scheduler: str,
+    *,
+    bind: bool,
+    tests: str,
+) -> Iterator[Balancer]:
+    """Each of `replicas` started and ready, HAProxy in front of them (in `folder`) and
+    taking each, and kube-scheduler `scheduler` configured with the balancer's address (the
+    extenders bind when `bind`); everything stopped after, the scheduler first. Without
+    haproxy, `tests` (which tests need it) are skipped, or fail under
+    POLICYEXT_REQUIRE_ALL=1."""
+    binary = haproxy_binary()
+    if binary is None:
+        skip_or_fail(f"{tests}: HAProxy goes in front of the extenders: install haproxy")
+    balancer = Balancer(
+        binary, folder / "haproxy", {n: (e.port, e.ops_port) for n, e in replicas.items()}
+    )
+    try:
+        for replica in replicas.values():
+            replica.start()
+        balancer.start()
+        balancer.wait_up(*replicas)
+        control_plane.start_scheduler(
+            scheduler_config(balancer.url, scheduler, bind=bind), name=scheduler
+        )
+        yield balancer
+    finally:
+        if scheduler in control_plane.components:
+            control_plane.stop_component(scheduler)
+        balancer.stop()
+        for replica in replicas.values():
+            replica.stop()

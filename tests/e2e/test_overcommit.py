@@ -26,10 +26,9 @@ from typing import Any, Final
 
 import pytest
 
-from tests.e2e.balancer import Balancer, haproxy_binary
+from tests.e2e.balancer import Balancer, behind_balancer
 from tests.e2e.controlplane import PATIENCE, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import Extender, bind_count, eventually, scheduler_config
-from tests.unavailable import skip_or_fail
+from tests.e2e.extender import Extender, bind_count, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -71,9 +70,6 @@ def binders(
     policyext_kubeconfig: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Binders]:
-    binary = haproxy_binary()
-    if binary is None:
-        skip_or_fail("the overcommit test puts HAProxy in front of the extenders: install haproxy")
     folder = tmp_path_factory.mktemp("overcommit")
     rules = folder / "rules"
     rules.mkdir()
@@ -89,22 +85,10 @@ def binders(
         )
         for name in ("a", "b")
     }
-    balancer = Balancer(
-        binary, folder / "haproxy", {n: (e.port, e.ops_port) for n, e in pair.items()}
-    )
-    try:
-        for replica in pair.values():
-            replica.start()
-        balancer.start()
-        balancer.wait_up(*pair)
-        control_plane.start_scheduler(scheduler_config(balancer.url, SCHEDULER), name=SCHEDULER)
+    with behind_balancer(
+        control_plane, folder, pair, SCHEDULER, bind=True, tests="the overcommit test"
+    ) as balancer:
         yield Binders(pair, balancer)
-    finally:
-        if SCHEDULER in control_plane.components:
-            control_plane.stop_component(SCHEDULER)
-        balancer.stop()
-        for replica in pair.values():
-            replica.stop()
 
 
 def _full_nodes(admin: KubeClient, namespace: str) -> tuple[str, dict[str, str]]:

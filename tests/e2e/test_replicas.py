@@ -27,10 +27,9 @@ from typing import Any, Final
 
 import pytest
 
-from tests.e2e.balancer import Balancer, haproxy_binary
+from tests.e2e.balancer import Balancer, behind_balancer
 from tests.e2e.controlplane import PATIENCE, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import Extender, eventually, scheduler_config
-from tests.unavailable import skip_or_fail
+from tests.e2e.extender import Extender, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -92,9 +91,6 @@ def replicas(
     policyext_kubeconfig: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Replicas]:
-    binary = haproxy_binary()
-    if binary is None:
-        skip_or_fail("the replica tests put HAProxy in front of the extenders: install haproxy")
     folder = tmp_path_factory.mktemp("replicas")
     rules = folder / "rules"
     rules.mkdir()
@@ -110,25 +106,10 @@ def replicas(
         )
         for name in ("a", "b")
     }
-    balancer = Balancer(
-        binary, folder / "haproxy", {n: (e.port, e.ops_port) for n, e in pair.items()}
-    )
-    for replica in pair.values():
-        replica.start()
-    balancer.start()
-    setup = Replicas(control_plane, pair, balancer)
-    try:
-        setup.ready()
-        control_plane.start_scheduler(
-            scheduler_config(balancer.url, SCHEDULER, bind=False), name=SCHEDULER
-        )
-        yield setup
-    finally:
-        if SCHEDULER in control_plane.components:
-            control_plane.stop_component(SCHEDULER)
-        balancer.stop()
-        for replica in pair.values():
-            replica.stop()
+    with behind_balancer(
+        control_plane, folder, pair, SCHEDULER, bind=False, tests="the replica tests"
+    ) as balancer:
+        yield Replicas(control_plane, pair, balancer)
 
 
 def _nodes(admin: KubeClient) -> dict[str, str]:
