@@ -41,7 +41,10 @@ def worker_scrape(metrics_dir: Path, pid: int) -> Scrape:
     """What one worker has counted, from its own files in the multiprocess directory."""
     with tempfile.TemporaryDirectory() as only:
         for db in metrics_dir.glob(f"*_{pid}.db"):
-            shutil.copy(db, only)
+            # a file the worker is creating this instant is empty (prometheus_client opens
+            # it, then sizes it): it holds no value yet, and the reader would fail on it
+            if db.stat().st_size > 0:
+                shutil.copy(db, only)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry, path=only)  # type: ignore[no-untyped-call]
         return Scrape(generate_latest(registry).decode())
