@@ -220,6 +220,62 @@ class Settings:
         return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
 
 
+DEFAULT_WEBHOOK_BIND = "0.0.0.0:8443"
+
+
+@dataclass
+class WebhookSettings:
+    """What `policyext webhook` runs with: where it listens, its certificate (the API server
+    calls a webhook over TLS only), and the other policy sources a SchedulingPolicy's name
+    must not clash with (`--rules` folders, a ConfigMap read at each review)."""
+
+    tls_cert: str
+    tls_key: str
+    bind: str = DEFAULT_WEBHOOK_BIND
+    rules: list[str] = field(default_factory=list)
+    rules_configmap: str | None = None  # NAMESPACE/NAME
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        if not self.tls_cert or not self.tls_key:
+            raise SettingsError(
+                "--tls-cert and --tls-key are required: the API server calls a webhook "
+                "over TLS only",
+                usage=True,
+            )
+        _host, sep, port = self.bind.rpartition(":")
+        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SettingsError(
+                f"--bind must be HOST:PORT with a port from 1 to 65535, got {self.bind!r}",
+                usage=True,
+            )
+        if self.rules_configmap is not None:
+            from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
+
+            try:
+                self.configmap  # noqa: B018 - parsed to be checked
+            except ConfigMapNameError as e:
+                raise SettingsError(str(e), usage=True) from None
+            if not (self.in_cluster or self.kubeconfig):
+                raise SettingsError(
+                    "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
+                )
+
+    @property
+    def cluster(self) -> ClusterSettings:
+        from policyext.cluster.client import ClusterSettings  # noqa: PLC0415
+
+        return ClusterSettings(self.kubeconfig, self.in_cluster)
+
+    @property
+    def configmap(self) -> ConfigMapRef | None:
+        from policyext.cluster.rules_configmap import ConfigMapRef  # noqa: PLC0415
+
+        return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
+
+
 def whole_number(text: str, flag: str) -> int:
     """A count given as text (a flag or an environment variable)."""
     try:

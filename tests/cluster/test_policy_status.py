@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from policyext.cluster.policy_sources import PolicySources
-from policyext.cluster.policy_status import Outcome, counts, desired_status, field_path
+from policyext.cluster.policy_status import Outcome, counts, desired_status
 from policyext.cluster.rules_crd import PolicyObjectsWatch, _Handler
 from policyext.cluster.status_writer import StatusWriter
 from policyext.cluster.watch import Backoff
+from policyext.policy import field_path
 from policyext.store import PolicyStore
 from tests.cluster.fake_core import fake_api
 from tests.cluster.fake_custom import FakeCustom
