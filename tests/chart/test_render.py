@@ -195,6 +195,11 @@ def test_every_container_is_restricted_probed_and_bounded(chart: Chart, values: 
     for container in pod["containers"]:
         assert container["securityContext"] == RESTRICTED, container["name"]
         assert set(container["resources"]) == {"requests", "limits"}, container["name"]
+        if container["name"] == "webhook":
+            # restarted when it hangs, but never the reason the pod leaves the verbs' Service
+            assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+            assert "readinessProbe" not in container
+            continue
         for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
             assert container[probe]["httpGet"]["path"] == path
     # the read-only root: whatever the extender writes goes to emptyDirs
