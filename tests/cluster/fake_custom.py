@@ -3,11 +3,13 @@ apply as the API server does for the fields the extender writes: top-level field
 `conditions` merged by type and `byPod` by pod (the CRD's list-map keys), the object's
 resourceVersion bumped and its generation left alone. It records every apply (object name,
 field manager, status sent); `failures` makes the next calls fail as an absent API server
-would. `written` is set at each apply that succeeds."""
+would. `written` is set at each apply that succeeds. It lists the objects too, in pages
+(`lists` counts the calls), as `policyext simulate --rules-crd` reads them."""
 
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,15 +20,38 @@ Json = dict[str, Any]
 
 
 @dataclass
+class _Listed:
+    data: bytes
+
+    def release_conn(self) -> None:
+        pass
+
+
+@dataclass
 class FakeCustom:
     objects: dict[str, Json] = field(default_factory=dict)
     applies: list[tuple[str, str, Json]] = field(default_factory=list)
     failures: int = 0
     written: threading.Event = field(default_factory=threading.Event)
+    lists: int = 0  # the list calls (pages) answered
 
     def add(self, obj: Json) -> Json:
         self.objects[obj["metadata"]["name"]] = copy.deepcopy(obj)
         return obj
+
+    def list_cluster_custom_object(
+        self, group: str, version: str, plural: str, *, limit: int, **kwargs: Any
+    ) -> _Listed:
+        """A page of `limit` objects, as the API server lists them (with a continue token)."""
+        assert (group, version, plural) == ("policyext.io", "v1alpha1", "schedulingpolicies")
+        assert kwargs.get("_preload_content") is False
+        self.lists += 1
+        names = sorted(self.objects)
+        start = int(kwargs.get("_continue") or 0)
+        page = [copy.deepcopy(self.objects[n]) for n in names[start : start + limit]]
+        more = str(start + limit) if start + limit < len(names) else ""
+        body = {"kind": "SchedulingPolicyList", "metadata": {"continue": more}, "items": page}
+        return _Listed(json.dumps(body).encode())
 
     def patch_cluster_custom_object_status(
         self,
