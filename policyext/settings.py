@@ -65,6 +65,9 @@ class Settings:
     rules_crd: bool = False  # the cluster's SchedulingPolicy objects
     # this replica's name in the objects' status.byPod ("": the host name, a pod's name)
     replica_name: str = ""
+    # the namespace of the replicas' pods: a byPod entry whose pod is gone from it is
+    # removed ("": entries are never removed)
+    replica_namespace: str = ""
     reload_interval: float = POLL_INTERVAL
     bind: str = DEFAULT_BIND
     snapshot: str | None = None
@@ -165,6 +168,11 @@ class Settings:
             )
         if self.rules_crd and not connected:
             raise SettingsError("--rules-crd needs --kubeconfig or --in-cluster", usage=True)
+        if self.replica_namespace and not self.rules_crd:
+            raise SettingsError(
+                "--replica-namespace goes with --rules-crd (it says whose status entries are gone)",
+                usage=True,
+            )
         if self.rules_configmap is not None:
             from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
 

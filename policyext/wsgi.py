@@ -12,6 +12,7 @@ import gc
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
@@ -96,7 +97,10 @@ def build_app(settings: Settings) -> Flask:
     objects = settings.rules_crd and api is not None  # Settings guarantees the connection
     writer = None
     if objects and api is not None:  # the objects' status, written by a thread of its own
-        writer = StatusWriter(api, settings.replica_name or socket.gethostname())
+        alive = None
+        if settings.replica_namespace and isinstance(source, ClusterSource):
+            alive = _replica_alive(source, settings.replica_namespace)
+        writer = StatusWriter(api, settings.replica_name or socket.gethostname(), alive=alive)
         writer.start()
     sources = PolicySources(
         store,
@@ -143,6 +147,18 @@ def build_app(settings: Settings) -> Flask:
     gc.collect()
     gc.freeze()
     return app
+
+
+def _replica_alive(pods: ClusterSource, namespace: str) -> Callable[[str], bool | None]:
+    """Whether the replica named as a pod of `namespace` still exists, as the live pod cache
+    knows it (None until its first list is in)."""
+
+    def alive(replica: str) -> bool | None:
+        if not pods.ready():
+            return None
+        return pods.pod(namespace, replica) is not None
+
+    return alive
 
 
 def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:

@@ -347,7 +347,10 @@ CLIENT_CERTS = [
         ("tls-secret", [*EXTENDER_SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
         ("tls-cert-manager", [*SERVE, MOUNTED, *WORKERS, AUDIT, SHUTDOWN, *CLIENT_CERTS]),
         ("leader-election", [*SERVE, MOUNTED, "--workers=2", *WORKERS[1:], AUDIT, SHUTDOWN]),
-        ("crd", [*SERVE, "--rules-crd", *WORKERS, AUDIT, SHUTDOWN]),
+        (
+            "crd",
+            [*SERVE, "--rules-crd", f"--replica-namespace={NAMESPACE}", *WORKERS, AUDIT, SHUTDOWN],
+        ),
     ],
 )
 def test_the_extender_is_served_with_the_policy_and_tls_flags(
