@@ -65,6 +65,9 @@ class Settings:
     rules_crd: bool = False  # the cluster's SchedulingPolicy objects
     # this replica's name in the objects' status.byPod ("": the host name, a pod's name)
     replica_name: str = ""
+    # the namespace of the replicas' pods: a byPod entry whose pod is gone from it is
+    # removed ("": entries are never removed)
+    replica_namespace: str = ""
     reload_interval: float = POLL_INTERVAL
     bind: str = DEFAULT_BIND
     snapshot: str | None = None
@@ -165,6 +168,11 @@ class Settings:
             )
         if self.rules_crd and not connected:
             raise SettingsError("--rules-crd needs --kubeconfig or --in-cluster", usage=True)
+        if self.replica_namespace and not self.rules_crd:
+            raise SettingsError(
+                "--replica-namespace goes with --rules-crd (it says whose status entries are gone)",
+                usage=True,
+            )
         if self.rules_configmap is not None:
             from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
 
@@ -210,6 +218,62 @@ class Settings:
     @property
     def cluster(self) -> ClusterSettings:
         from policyext.cluster.client import ClusterSettings  # noqa: PLC0415 - see above
+
+        return ClusterSettings(self.kubeconfig, self.in_cluster)
+
+    @property
+    def configmap(self) -> ConfigMapRef | None:
+        from policyext.cluster.rules_configmap import ConfigMapRef  # noqa: PLC0415
+
+        return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
+
+
+DEFAULT_WEBHOOK_BIND = "0.0.0.0:8443"
+
+
+@dataclass
+class WebhookSettings:
+    """What `policyext webhook` runs with: where it listens, its certificate (the API server
+    calls a webhook over TLS only), and the other policy sources a SchedulingPolicy's name
+    must not clash with (`--rules` folders, a ConfigMap read at each review)."""
+
+    tls_cert: str
+    tls_key: str
+    bind: str = DEFAULT_WEBHOOK_BIND
+    rules: list[str] = field(default_factory=list)
+    rules_configmap: str | None = None  # NAMESPACE/NAME
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        if not self.tls_cert or not self.tls_key:
+            raise SettingsError(
+                "--tls-cert and --tls-key are required: the API server calls a webhook "
+                "over TLS only",
+                usage=True,
+            )
+        _host, sep, port = self.bind.rpartition(":")
+        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SettingsError(
+                f"--bind must be HOST:PORT with a port from 1 to 65535, got {self.bind!r}",
+                usage=True,
+            )
+        if self.rules_configmap is not None:
+            from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
+
+            try:
+                self.configmap  # noqa: B018 - parsed to be checked
+            except ConfigMapNameError as e:
+                raise SettingsError(str(e), usage=True) from None
+            if not (self.in_cluster or self.kubeconfig):
+                raise SettingsError(
+                    "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
+                )
+
+    @property
+    def cluster(self) -> ClusterSettings:
+        from policyext.cluster.client import ClusterSettings  # noqa: PLC0415
 
         return ClusterSettings(self.kubeconfig, self.in_cluster)
 

@@ -7,10 +7,12 @@ own and the server as a whole serves one policy version per request.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
@@ -22,6 +24,7 @@ from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_clients
+from policyext.cluster.listing import configmap_rule_texts
 from policyext.cluster.policy_sources import PolicySources
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
@@ -29,13 +32,14 @@ from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.cluster.status_writer import StatusWriter
 from policyext.policy import LiveNodeSource, PolicySet
+from policyext.server.admission import create_webhook_app
 from policyext.server.app import Binder, Options, create_app
 from policyext.server.decisions import DecisionLines
 from policyext.server.draining import DrainFlag, DrainingArbiter
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.transport.worker import OPS_MAX_CONNECTIONS, JsonErrorWorker
-from policyext.settings import Settings
+from policyext.settings import Settings, WebhookSettings
 from policyext.store import PolicyStore, ReloadStatus
 
 log = logging.getLogger("policyext")
@@ -93,7 +97,10 @@ def build_app(settings: Settings) -> Flask:
     objects = settings.rules_crd and api is not None  # Settings guarantees the connection
     writer = None
     if objects and api is not None:  # the objects' status, written by a thread of its own
-        writer = StatusWriter(api, settings.replica_name or socket.gethostname())
+        alive = None
+        if settings.replica_namespace and isinstance(source, ClusterSource):
+            alive = _replica_alive(source, settings.replica_namespace)
+        writer = StatusWriter(api, settings.replica_name or socket.gethostname(), alive=alive)
         writer.start()
     sources = PolicySources(
         store,
@@ -140,6 +147,18 @@ def build_app(settings: Settings) -> Flask:
     gc.collect()
     gc.freeze()
     return app
+
+
+def _replica_alive(pods: ClusterSource, namespace: str) -> Callable[[str], bool | None]:
+    """Whether the replica named as a pod of `namespace` still exists, as the live pod cache
+    knows it (None until its first list is in)."""
+
+    def alive(replica: str) -> bool | None:
+        if not pods.ready():
+            return None
+        return pods.pod(namespace, replica) is not None
+
+    return alive
 
 
 def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:
@@ -261,3 +280,59 @@ def warn_about_access(settings: Settings) -> None:
             "may call every endpoint; name the scheduler's with --tls-client-allow",
             settings.tls_client_ca,
         )
+
+
+class WebhookServer(BaseApplication):  # type: ignore[misc]
+    """`policyext webhook`: the admission webhook (server/admission.py) under gunicorn, a
+    process of its own, never the extender's: a review compiles a policy, and that CPU
+    never shares a worker, a thread or the GIL with a scheduling call."""
+
+    def __init__(self, settings: WebhookSettings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        s = self.settings
+        contexts = TLSContexts(TLSFiles(s.tls_cert, s.tls_key))
+        config: dict[str, Any] = {
+            "bind": [s.bind],
+            "workers": 1,
+            "threads": 2,  # reviews come one at a time, from the API servers
+            "keepalive": 75,
+            "timeout": 30,
+            "graceful_timeout": GRACEFUL_TIMEOUT,
+            "loglevel": s.log_level,
+            "errorlog": "-",
+            "accesslog": None,
+            "proc_name": "policyext-webhook",
+            "control_socket_disable": True,
+            "certfile": s.tls_cert,
+            "keyfile": s.tls_key,
+            # renewed certificate files served to the next connection (server/tls.py)
+            "ssl_context": lambda _conf, _default: contexts.get(),
+            # gunicorn's own refusals (a malformed request) as JSON too
+            "worker_class": type("PolicyextWebhookWorker", (JsonErrorWorker,), {}),
+        }
+        for key, value in config.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        s = self.settings
+        configure_logging(s.log_level)
+        others = None
+        if s.configmap is not None:
+            # per worker, after the fork: a connection does not survive one
+            api = api_clients(s.cluster)
+            if api is not None:
+                namespace, name = s.configmap.namespace, s.configmap.name
+                others = functools.partial(configmap_rule_texts, api, namespace, name)
+        return create_webhook_app(s.rules, others)
+
+
+def serve_webhook(settings: WebhookSettings) -> None:
+    configure_logging(settings.log_level)
+    try:
+        WebhookServer(settings).run()
+    except RuntimeError as e:  # (as gunicorn reports a server that cannot start)
+        print(f"\nError: {e}\n", file=sys.stderr)
+        sys.exit(1)

@@ -12,10 +12,10 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from policyext.cli import config, evaluate, explain, serve, simulate, test, validate
+from policyext.cli import config, evaluate, explain, serve, simulate, test, validate, webhook
 from policyext.cli.flags import EXIT_OK, EXIT_USAGE, gather_stray_paths
 
-COMMANDS = (validate, simulate, explain, test, serve, config, evaluate)
+COMMANDS = (validate, simulate, explain, test, serve, webhook, config, evaluate)
 
 
 def parser() -> argparse.ArgumentParser:

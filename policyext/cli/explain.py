@@ -23,7 +23,13 @@ from policyext.cli.flags import (
     split_paths,
     usage,
 )
-from policyext.cli.inputs import cluster_api, cluster_snapshot, configmap_rules, load_rules
+from policyext.cli.inputs import (
+    cluster_api,
+    cluster_snapshot,
+    configmap_rules,
+    crd_rules,
+    load_rules,
+)
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
 from policyext.cluster.snapshot import (
@@ -60,6 +66,12 @@ def register(commands: Commands) -> None:
         metavar="NAMESPACE/NAME",
         help="with --cluster: the policies of the ConfigMap the extender serves",
     )
+    rules.add_argument(
+        "--rules-crd",
+        action="store_true",
+        help="with --cluster: the cluster's SchedulingPolicy objects, as the extender serves "
+        "them with --rules-crd (an object that does not load is left out, and said)",
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--cluster", action="store_true", help="the live cluster (kubeconfig), listed once"
@@ -81,6 +93,8 @@ def _wrong_combination(args: argparse.Namespace) -> str | None:
         return "--kubeconfig and --context go with --cluster"
     if args.rules_configmap and not args.cluster:
         return "--rules-configmap reads the live cluster: it goes with --cluster"
+    if args.rules_crd and not args.cluster:
+        return "--rules-crd reads the live cluster: it goes with --cluster"
     if args.rules_configmap and args.rules_configmap.count("/") != 1:
         return "--rules-configmap is NAMESPACE/NAME"
     return emulation.wrong_combination(args)
@@ -153,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
             )
 
             api = cluster_api(args)
+            if args.rules_crd:
+                policies = crd_rules(api)
+                if policies is None:
+                    return EXIT_INVALID
             if policies is None:
                 policies = configmap_rules(api, args.rules_configmap)
                 if policies is None:

@@ -7,6 +7,7 @@ the offline commands start without it.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from policyext.policy import (
     NodeSource,
     PolicyError,
     PolicySet,
+    field_problem,
     load_policy_set,
     load_policy_texts,
     node_allocatable,
@@ -127,3 +129,29 @@ def configmap_rules(api: Any, reference: str) -> PolicySet | None:
     except PolicyError as e:
         print_issues(e.issues)
         return None
+
+
+def crd_rules(api: Any, paths: Sequence[str] = ()) -> PolicySet | None:
+    """The policies the extender serves with `--rules-crd` (and `--rules` PATHS, if any):
+    the cluster's SchedulingPolicy objects, listed once and loaded as the extender loads
+    them. An object that does not load on its own, or whose name a file holds, is left out
+    with its problems said (the extender serves its last good generation instead, which
+    only the extender knows); None after printing every problem when the rest does not
+    load."""
+    from policyext.cluster.listing import schedulingpolicy_objects  # noqa: PLC0415 - as above
+    from policyext.cluster.policy_sources import PolicySources  # noqa: PLC0415
+    from policyext.store import PolicyStore  # noqa: PLC0415
+
+    objects = schedulingpolicy_objects(api)
+    store = PolicyStore()
+    PolicySources(store, list(paths), objects=True).objects_changed(objects)
+    status = store.status
+    assert status is not None  # listed: the sources have loaded once
+    if not status.ok and not status.partial:
+        print_issues(list(status.issues) or [status.error or "the policies did not load"])
+        return None
+    for issue in status.issues:
+        text = objects.texts.get(issue.location.file)
+        said = f"{issue.location.file}: {field_problem(issue, text)}" if text else str(issue)
+        print(f"warning: left out: {said}", file=sys.stderr)
+    return store.current

@@ -80,6 +80,14 @@ def register(commands: Commands) -> None:
         help="with --rules-crd: this replica's entry in the SchedulingPolicy objects' "
         "status.byPod (default: the host name, which is the pod's name)",
     )
+    _env_flag(
+        parser,
+        "--replica-namespace",
+        None,
+        metavar="NAMESPACE",
+        help="with --rules-crd: the namespace of the replicas' pods; the status.byPod entry "
+        "of a replica whose pod is gone from it is removed (default: never removed)",
+    )
     _env_flag(parser, "--bind", DEFAULT_BIND, metavar="HOST:PORT")
     _env_flag(
         parser,
@@ -227,6 +235,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         rules_configmap=args.rules_configmap or None,
         rules_crd=bool(args.rules_crd),
         replica_name=args.replica_name or "",
+        replica_namespace=args.replica_namespace or "",
         bind=args.bind,
         snapshot=args.snapshot or None,
         kubeconfig=args.kubeconfig or None,

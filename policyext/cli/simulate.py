@@ -19,7 +19,7 @@ from policyext.cli.flags import (
     split_paths,
     usage,
 )
-from policyext.cli.inputs import load_nodes, load_rules, read_pods
+from policyext.cli.inputs import cluster_api, crd_rules, load_nodes, load_rules, read_pods
 from policyext.cli.output import emit
 from policyext.cli.tables import decision_table
 from policyext.cluster.snapshot import SnapshotError
@@ -61,6 +61,13 @@ def register(commands: Commands) -> None:
         "--cluster", action="store_true", help="list the live Nodes and Pods once (kubeconfig)"
     )
     parser.add_argument(
+        "--rules-crd",
+        action="store_true",
+        help="with --cluster: the cluster's SchedulingPolicy objects (with --rules: one set of "
+        "both), as the extender serves them with --rules-crd; an object that does not load "
+        "is left out, and said",
+    )
+    parser.add_argument(
         "--no-pods",
         action="store_true",
         help="with --snapshot: the snapshot has no Pods on purpose (otherwise an error)",
@@ -75,8 +82,10 @@ def register(commands: Commands) -> None:
 
 def _wrong_combination(args: argparse.Namespace) -> str | None:
     """What is wrong with a combination of flags argparse cannot express, if anything."""
-    if not args.rules:
-        return "give the policies: PATH... or --rules PATH"
+    if not args.rules and not args.rules_crd:
+        return "give the policies: PATH..., --rules PATH or --rules-crd"
+    if args.rules_crd and not args.cluster:
+        return "--rules-crd reads the live cluster: it goes with --cluster"
     if (args.kubeconfig or args.context) and not args.cluster:
         return "--kubeconfig and --context go with --cluster"
     if args.no_pods and not args.snapshot:
@@ -95,7 +104,14 @@ def run(args: argparse.Namespace) -> int:
     wrong = _wrong_combination(args)
     if wrong is not None:
         return usage(wrong)
-    policy_set = load_rules(args.rules)
+    try:
+        policy_set = (
+            crd_rules(cluster_api(args), args.rules or ())
+            if args.rules_crd
+            else load_rules(args.rules)
+        )
+    except SnapshotError as e:
+        return fail(str(e))
     if policy_set is None:
         return EXIT_INVALID
     if args.pending:

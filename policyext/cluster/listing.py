@@ -7,6 +7,7 @@ API server cannot be reached, refuses the credentials, or lacks a permission (na
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any, Final
@@ -17,7 +18,9 @@ from kubernetes.client.exceptions import ApiException
 
 from policyext.cluster.client import ApiClients
 from policyext.cluster.rules_configmap import ConfigMapRef, policy_texts
+from policyext.cluster.rules_crd import GROUP, PLURAL, RESOURCE, VERSION, PolicyObjects, policy_text
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
+from policyext.policy import TEXT_PREFIX
 
 Json = dict[str, Any]
 PAGE_SIZE: Final = 500
@@ -65,6 +68,21 @@ def configmap_rule_texts(api: ApiClients, namespace: str, name: str) -> dict[str
     if not texts:
         raise ClusterReadError(f"ConfigMap {namespace}/{name} holds no policy file")
     return texts
+
+
+def schedulingpolicy_objects(api: ApiClients) -> PolicyObjects:
+    """Every SchedulingPolicy of the cluster, listed once, as the texts the extender's watch
+    loads (`--rules-crd`): named and written as it names and writes them, so that the
+    policy version printed is the one its /policies reports."""
+    listing = functools.partial(api.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
+    objects = _list_all(listing, "SchedulingPolicy", api.host, RESOURCE, "cluster-wide")
+    texts: dict[str, str] = {}
+    generations: dict[str, int] = {}
+    for obj in objects:
+        name = f"{TEXT_PREFIX}{(obj.get('metadata') or {}).get('name', '')}"
+        texts[name] = policy_text(obj)
+        generations[name] = int((obj.get("metadata") or {}).get("generation") or 0)
+    return PolicyObjects(texts, generations)
 
 
 def _list_all(

@@ -33,8 +33,8 @@ from policyext.cluster.policy_status import (
     problem,
 )
 from policyext.cluster.rules_configmap import ConfigMapRef, ConfigMapState, PolicyEvents
-from policyext.cluster.rules_crd import RESOURCE, TEXT_PREFIX, PolicyObjects
-from policyext.policy import Issue, PolicyError, load_policies
+from policyext.cluster.rules_crd import RESOURCE, PolicyObjects
+from policyext.policy import TEXT_PREFIX, Issue, PolicyError, load_policies
 from policyext.store import PartialSet, PolicyStore, ReloadStatus
 
 EVENT_ISSUES = 5

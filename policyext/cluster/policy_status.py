@@ -18,14 +18,11 @@ for an older generation has not read the new one yet: it is not counted either w
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import yaml
-
-from policyext.policy import Issue
+from policyext.policy import Issue, field_problem
 
 Json = dict[str, Any]
 
@@ -34,8 +31,6 @@ REASON_SERVED: Final = "Served"
 REASON_INVALID: Final = "Invalid"  # the generation does not load on its own
 REASON_REJECTED: Final = "Rejected"  # it loads alone, but not with the other policies
 REASON_REFUSED_ELSEWHERE: Final = "RefusedByReplica"
-# what the CEL checker appends to a message: the position inside the expression
-_EXPRESSION_POSITION = re.compile(r"^(?P<message>.*) \(expression (?P<at>\d+:\d+)\)$", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,50 +50,10 @@ class Outcome:
 
 
 def problem(issue: Issue, text: str) -> str:
-    """One issue as the status says it: the field path in the object, the position inside
-    the expression when the issue is about one, and the message."""
-    found = _EXPRESSION_POSITION.match(issue.message)
-    message = issue.message
-    if found is not None:
-        message = f"{found['at']}: {found['message']}"
-    path = field_path(text, issue.location.line, issue.location.column)
-    return f"{path}: {message}" if path else message
-
-
-def field_path(text: str, line: int, column: int) -> str:
-    """The path (`spec.filters[1].expression`) of the innermost field of the YAML `text`
-    written at the 1-based `line` and `column`; "" when it is none (the document's start,
-    a text that does not parse)."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return ""
-    at = (line - 1, column - 1)
-    path = ""
-    while node is not None:
-        found: tuple[str, yaml.Node] | None = None
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if _within(value, at) or (_within(key, at) and at != _start(node)):
-                    found = (f"{path}.{key.value}" if path else str(key.value), value)
-                    break
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                if _within(item, at):
-                    found = (f"{path}[{index}]", item)
-                    break
-        if found is None:
-            return path
-        path, node = found
-    return path
-
-
-def _start(node: yaml.Node) -> tuple[int, int]:
-    return (node.start_mark.line, node.start_mark.column)
-
-
-def _within(node: yaml.Node, at: tuple[int, int]) -> bool:
-    return _start(node) <= at < (node.end_mark.line, node.end_mark.column)
+    """One issue as the status says it (policy.field_problem: as the admission webhook
+    says it too): the field path in the object, the position inside the expression when
+    the issue is about one, and the message."""
+    return field_problem(issue, text)
 
 
 def counts(spec: Mapping[str, Any]) -> Json:

@@ -18,16 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-import yaml
-
 from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
+from policyext.policy import TEXT_PREFIX, authored_text
 
 GROUP: Final = "policyext.io"
 VERSION: Final = "v1alpha1"
 PLURAL: Final = "schedulingpolicies"
 RESOURCE: Final = f"{PLURAL}.{GROUP}"
-TEXT_PREFIX: Final = "schedulingpolicy/"
 
 OnChange = Callable[["PolicyObjects"], None]
 OnProblem = Callable[[str], None]
@@ -47,23 +45,10 @@ class PolicyObjects:
         return f"{RESOURCE} ({len(self.texts)})"
 
 
-class _Dumper(yaml.SafeDumper):
-    """Never an anchor and alias: the loader refuses them (policy/loader.py)."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
 def policy_text(obj: Json) -> str:
-    """The part of the object its author wrote, as YAML, keys in kubectl's order."""
-    meta = obj.get("metadata") or {}
-    authored = {
-        "apiVersion": obj.get("apiVersion", f"{GROUP}/{VERSION}"),
-        "kind": obj.get("kind", "SchedulingPolicy"),
-        "metadata": {"name": meta.get("name", "")},
-        "spec": obj.get("spec"),
-    }
-    return yaml.dump(authored, Dumper=_Dumper, sort_keys=True)
+    """The part of the object its author wrote, as YAML (policy.authored_text: the same
+    text the admission webhook checks)."""
+    return authored_text(obj)
 
 
 class PolicyObjectsWatch(ReflectedSource):

@@ -10,6 +10,16 @@ replicas that write the same values. A write changes the object's resourceVersio
 generation: the watch reloads nothing (rules_crd.py reloads on a spec change only), and the
 object it brings back already says what was written, so nothing is written again. When the
 API server is away a failed pass is retried with a growing, jittered delay (watch.Backoff).
+
+A replica that is gone leaves its byPod entry behind, and nobody else may take it over by
+an apply. With `alive` (`--replica-namespace`: the replicas are the pods of that namespace,
+known to the live pod cache), each pass also removes the entry of every replica whose pod
+no longer exists, by an apply with that replica's own field manager and an empty status:
+server-side apply then drops exactly the fields that manager alone wrote (its entry) and
+leaves every other one alone. A pod that is terminating still exists: its entry goes with
+it. `alive` answers None until the pod cache has its first list, and nothing is removed
+then. The pass runs at least every PASS_INTERVAL seconds, so that a replica gone without
+any other change is noticed.
 """
 
 from __future__ import annotations
@@ -32,6 +42,16 @@ log = logging.getLogger("policyext.cluster.status")
 APPLY: Final = "application/apply-patch+yaml"
 WRITE_TIMEOUT: Final = 10.0
 FIELD_MANAGER_LIMIT: Final = 128  # characters, the API server's limit
+# seconds between passes when nothing wakes the writer (with `alive`): how soon a gone
+# replica's entry is removed; a pass without a difference makes no request
+PASS_INTERVAL: Final = 10.0
+# whether the replica (a pod's name) still exists; None: not known yet
+Alive = Callable[[str], bool | None]
+
+
+def field_manager(replica: str) -> str:
+    """The field manager of `replica`'s status writes."""
+    return f"policyext/{replica}"[:FIELD_MANAGER_LIMIT]
 
 
 def _now() -> str:
@@ -48,17 +68,20 @@ class StatusWriter:
         *,
         now: Callable[[], str] = _now,
         backoff: Backoff | None = None,
+        alive: Alive | None = None,
     ) -> None:
         self.custom = api.custom
         self.replica = replica
-        self.field_manager = f"policyext/{replica}"[:FIELD_MANAGER_LIMIT]
+        self.field_manager = field_manager(replica)
+        self.alive = alive
         self.now = now
-        self.counts = {"written": 0, "failed": 0}
+        self.counts = {"written": 0, "failed": 0, "pruned": 0}
         self.last_error = ""  # why the last pass failed; "" once one succeeds
         self._backoff = backoff or Backoff()
         self._lock = threading.Lock()
         self._outcomes: dict[str, Outcome] = {}  # object name -> this replica's view
         self._objects: dict[str, Json] = {}  # object name -> as the API server has it
+        self._unowned: set[tuple[str, str]] = set()  # (object, replica) entries left alone
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -89,8 +112,9 @@ class StatusWriter:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        interval = PASS_INTERVAL if self.alive is not None else None
         while not self._stop.is_set():
-            self._wake.wait()
+            self._wake.wait(interval)
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -111,20 +135,65 @@ class StatusWriter:
             if mine is None:
                 continue  # not loaded by this replica yet
             wanted = desired_status(obj, self.replica, mine, self.now())
-            if wanted is None or applied(wanted, self.replica) == applied(
-                obj.get("status"), self.replica
-            ):
+            if wanted is None:
+                continue  # this replica has not read the object's generation yet
+            gone = self._gone(obj, name)
+            differs = applied(wanted, self.replica) != applied(obj.get("status"), self.replica)
+            # before a gone replica's fields are dropped, this replica owns every shared
+            # field too (an apply of the same values shares them), so that they stay
+            if (gone or differs) and not self._write(name, wanted):
+                ok = False
                 continue
-            ok = self._write(name, wanted) and ok
+            for replica in gone:
+                ok = self._prune(name, replica) and ok
         return ok
 
+    def _gone(self, obj: Json, name: str) -> list[str]:
+        """The replicas with an entry in the object's byPod whose pod no longer exists."""
+        if self.alive is None:
+            return []
+        entries = (obj.get("status") or {}).get("byPod") or []
+        pods = [str(e.get("pod")) for e in entries if e.get("pod") not in (None, self.replica)]
+        return [p for p in pods if (name, p) not in self._unowned and self.alive(p) is False]
+
+    def _prune(self, name: str, gone: str) -> bool:
+        """Remove the entry of `gone` by an apply as its own field manager of nothing."""
+        if not self._apply(name, None, field_manager(gone)):
+            return False
+        with self._lock:
+            after = self._objects.get(name) or {}
+        if gone in {e.get("pod") for e in (after.get("status") or {}).get("byPod") or []}:
+            # written by someone else than that replica's writer: not ours to remove
+            self._unowned.add((name, gone))
+            log.warning(
+                "schedulingpolicy/%s: the status entry of %s (its pod is gone) is not owned "
+                "by policyext/%s and stays",
+                name,
+                gone,
+                gone,
+            )
+            return True
+        self.counts["pruned"] += 1
+        log.info("schedulingpolicy/%s: removed the status entry of %s (pod gone)", name, gone)
+        return True
+
     def _write(self, name: str, status: Json) -> bool:
-        body = {
+        if not self._apply(name, status, self.field_manager):
+            return False
+        self.counts["written"] += 1
+        self.last_error = ""
+        return True
+
+    def _apply(self, name: str, status: Json | None, manager: str) -> bool:
+        """Apply `status` as `manager`; None: apply nothing (what the manager owned goes,
+        and so does its entry in managedFields: not even an empty status is left owned)."""
+        body: Json = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "SchedulingPolicy",
             "metadata": {"name": name},
-            "status": status,
         }
+        if status is not None:
+            body["status"] = status
         try:
             written = self.custom.patch_cluster_custom_object_status(
                 GROUP,
@@ -132,7 +201,7 @@ class StatusWriter:
                 PLURAL,
                 name,
                 body,
-                field_manager=self.field_manager,
+                field_manager=manager,
                 force=True,  # the summary fields: the newest reading of the same inputs wins
                 _content_type=APPLY,
                 _request_timeout=(CONNECT_TIMEOUT, WRITE_TIMEOUT),
@@ -143,8 +212,6 @@ class StatusWriter:
             return self._failed(name, describe(e))
         except Exception as e:  # the API server unreachable: tried again later
             return self._failed(name, describe(e))
-        self.counts["written"] += 1
-        self.last_error = ""
         with self._lock:
             if name in self._objects and isinstance(written, dict):
                 # until the watch brings it: what was written is not written again

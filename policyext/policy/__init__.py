@@ -40,6 +40,7 @@ from policyext.policy.loader import (
 )
 from policyext.policy.model import TEST_KIND, Issue, Location, PolicyError
 from policyext.policy.node_source import LiveNodeSource, NodeSource
+from policyext.policy.objects import TEXT_PREFIX, authored_text, field_path, field_problem
 from policyext.policy.resources import (
     CORE_RESOURCES,
     MAPS,
@@ -67,6 +68,7 @@ __all__ = [
     "NOT_LOADED",
     "POLICY_SUFFIXES",
     "TEST_KIND",
+    "TEXT_PREFIX",
     "ZERO",
     "Document",
     "Evaluation",
@@ -88,11 +90,14 @@ __all__ = [
     "Resources",
     "RuleScore",
     "add_into",
+    "authored_text",
     "build_node_info",
     "discover",
     "discover_files",
     "evaluate",
     "evaluation_to_dict",
+    "field_path",
+    "field_problem",
     "load_policies",
     "load_policy_set",
     "load_policy_texts",

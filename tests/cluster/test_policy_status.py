@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from policyext.cluster.policy_sources import PolicySources
-from policyext.cluster.policy_status import Outcome, counts, desired_status, field_path
+from policyext.cluster.policy_status import Outcome, counts, desired_status
 from policyext.cluster.rules_crd import PolicyObjectsWatch, _Handler
 from policyext.cluster.status_writer import StatusWriter
 from policyext.cluster.watch import Backoff
+from policyext.policy import field_path
 from policyext.store import PolicyStore
 from tests.cluster.fake_core import fake_api
 from tests.cluster.fake_custom import FakeCustom
@@ -216,7 +217,7 @@ def test_status_writes_are_retried_with_backoff_while_the_api_server_is_away() -
         assert custom.written.wait(60), replica.writer.last_error
     finally:
         replica.writer.stop()
-    assert replica.writer.counts == {"written": 1, "failed": 3}
+    assert replica.writer.counts == {"written": 1, "failed": 3, "pruned": 0}
     assert _ready(_status(custom))["status"] == "True"
 
 
@@ -282,3 +283,93 @@ def test_a_broken_file_leaves_every_new_object_generation_rejected_with_the_file
     outcomes = _outcomes([str(tmp_path)], _object(rejecting("a", "spot"), 2))
     assert (outcomes["a"].reason, outcomes["a"].serving) == ("Rejected", None)
     assert outcomes["a"].problems[0].startswith(str(tmp_path / "broken.yaml"))
+
+
+def _pruning(custom: FakeCustom, name: str, pods: dict[str, bool | None]) -> _Replica:
+    """A replica whose writer asks `pods` whether a replica's pod still exists."""
+    replica = _Replica(custom, name)
+    replica.writer.alive = pods.get
+    return replica
+
+
+def test_the_entry_of_a_replica_whose_pod_is_gone_is_removed_by_its_own_field_manager() -> None:
+    custom = FakeCustom()
+    custom.add(_object(rejecting("a", "spot"), 1))
+    pods: dict[str, bool | None] = {"policyext-0": True, "policyext-1": True}
+    first, second = _pruning(custom, "policyext-0", pods), _pruning(custom, "policyext-1", pods)
+    for replica in (first, second, first):
+        replica.sees()
+        replica.write()
+    assert sorted(e["pod"] for e in _status(custom)["byPod"]) == ["policyext-0", "policyext-1"]
+    assert _ready(_status(custom))["message"].startswith("generation 1 is served by 2 ")
+
+    pods["policyext-1"] = False  # its pod deleted: the pod cache no longer has it
+    first.sees()
+    assert first.write()
+    assert [e["pod"] for e in _status(custom)["byPod"]] == ["policyext-0"]
+    # removed by an apply of nothing as the gone replica's own manager, once this replica
+    # shares every field that one wrote (its own apply of the same values just before)
+    mine, pruning = custom.applies[-2:]
+    assert mine[:2] == ("a", "policyext/policyext-0")
+    assert [e["pod"] for e in mine[2]["byPod"]] == ["policyext-0"]
+    assert pruning == ("a", "policyext/policyext-1", None)  # no status at all: it owns none
+    assert first.writer.counts["pruned"] == 1
+    # and the summary says so at the next pass
+    first.sees()
+    first.write()
+    assert _ready(_status(custom))["message"].startswith("generation 1 is served by 1 ")
+    applies = len(custom.applies)
+    first.sees()
+    first.write()
+    assert len(custom.applies) == applies  # settled
+
+
+@pytest.mark.parametrize(
+    ("alive", "why"),
+    [
+        (True, "its pod exists (a terminating pod too)"),
+        (None, "the pod cache has not listed the pods yet"),
+    ],
+)
+def test_the_entry_of_a_replica_is_kept_unless_its_pod_is_known_gone(
+    alive: bool | None, why: str
+) -> None:
+    custom = FakeCustom()
+    custom.add(_object(rejecting("a", "spot"), 1))
+    pods: dict[str, bool | None] = {"policyext-0": True, "policyext-1": True}
+    first, second = _pruning(custom, "policyext-0", pods), _pruning(custom, "policyext-1", pods)
+    for replica in (first, second):
+        replica.sees()
+        replica.write()
+    pods["policyext-1"] = alive
+    first.sees()
+    first.write()
+    assert len(_status(custom)["byPod"]) == 2, why
+    assert first.writer.counts["pruned"] == 0
+
+
+def test_without_a_replica_namespace_no_entry_is_ever_removed() -> None:
+    custom = FakeCustom()
+    obj = _object(rejecting("a", "spot"), 1)
+    obj["status"] = {"byPod": [{"pod": "gone", "observedGeneration": 1, "status": "True"}]}
+    custom.add(obj)
+    replica = _Replica(custom, "policyext-0")  # alive: None, as without --replica-namespace
+    replica.sees()
+    replica.write()
+    assert sorted(e["pod"] for e in _status(custom)["byPod"]) == ["gone", "policyext-0"]
+
+
+def test_an_entry_another_writer_owns_is_left_alone_after_one_try() -> None:
+    custom = FakeCustom()
+    obj = _object(rejecting("a", "spot"), 1)
+    # written by hand (kubectl edit --subresource status): no apply of policyext/gone owns it
+    obj["status"] = {"byPod": [{"pod": "gone", "observedGeneration": 1, "status": "True"}]}
+    custom.add(obj)
+    replica = _pruning(custom, "policyext-0", {"policyext-0": True, "gone": False})
+    for _ in range(3):
+        replica.sees()
+        assert replica.write()
+    managers = [m for _, m, _ in custom.applies]
+    assert managers.count("policyext/gone") == 1
+    assert managers.count("policyext/policyext-0") == 1  # its entry, then nothing new
+    assert "gone" in {e["pod"] for e in _status(custom)["byPod"]}

@@ -227,12 +227,17 @@ def test_serve_refuses_counts_that_are_not_positive_whole_numbers_as_a_usage_err
         (["--rules-configmap", "kube-system/policies"], "needs --kubeconfig or --in-cluster"),
         (["--rules-configmap", "policies", "--kubeconfig", "kc"], "NAMESPACE/NAME"),
         (["--rules-crd"], "--rules-crd needs --kubeconfig or --in-cluster"),
+        (
+            ["--rules", str(RULES), "--replica-namespace", "policyext"],
+            "--replica-namespace goes with --rules-crd",
+        ),
     ],
     ids=[
         "no policies at all",
         "a ConfigMap without a cluster",
         "a ConfigMap without namespace",
         "SchedulingPolicy objects without a cluster",
+        "a replica namespace without the objects",
     ],
 )
 def test_serve_refuses_policy_sources_it_cannot_use_as_a_usage_error(

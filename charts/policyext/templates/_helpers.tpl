@@ -206,3 +206,17 @@ skew policy forbids a scheduler newer than the API server). Providers' suffixes
 {{- define "policyext.noPolicies" -}}
 {{- if not (or .Values.policies.inline .Values.policies.existingConfigMap .Values.policies.crd) -}}true{{- end -}}
 {{- end -}}
+
+{{/* Whether the admission webhook of SchedulingPolicy objects is on ("true" or empty):
+policies.webhook.enabled, where auto means on with policies.crd. */}}
+{{- define "policyext.webhook" -}}
+{{- $e := .Values.policies.webhook.enabled -}}
+{{- if eq (toString $e) "auto" -}}
+{{- if .Values.policies.crd -}}true{{- end -}}
+{{- else if $e -}}true{{- end -}}
+{{- end -}}
+
+{{/* The webhook's Service, Certificate and Secret (and the ValidatingWebhookConfiguration's name). */}}
+{{- define "policyext.webhookName" -}}
+{{- printf "%s-webhook" (include "policyext.fullname" . | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
