@@ -109,12 +109,37 @@ def test_junit_output_shows_warnings_as_output_or_with_strict_as_failures(
         assert "warning: p/f: reads node.metadata.labels" in (output.text or "")
 
 
-def test_the_example_rules_and_the_readme_headline_rule_give_no_warning(tmp_path: Path) -> None:
+def _shipped_policies(folder: Path) -> list[Path]:
+    """Every policy we ship outside rules/, each in a file of its own: the benchmark's, the
+    chart's inline examples, and any in examples/."""
+    from bench.policy import scheduling_policy
+
+    out = folder / "bench.json"
+    out.write_text(json.dumps(scheduling_policy()))
+    found = [out]
+    for values in sorted((RULES.parent / "charts/policyext/ci").glob("*.yaml")):
+        inline = (yaml.safe_load(values.read_text()) or {}).get("policies", {}).get("inline", {})
+        for name, text in inline.items():
+            found.append(folder / f"{values.stem}-{name}")
+            found[-1].write_text(text)
+    for example in sorted((RULES.parent / "examples").rglob("*.y*ml")):
+        if "kind: SchedulingPolicy" in example.read_text():
+            found.append(example)
+    return found
+
+
+def test_nothing_we_ship_warns(tmp_path: Path) -> None:
+    # rules/, the README's headline rule, the benchmark's policy, the chart's examples
+    # (the docs' examples: tests/server/test_docs.py)
     done = policyext("validate", "--strict", RULES)
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
     readme = (RULES.parent / "README.md").read_text(encoding="utf-8")
     headline = readme[readme.index("```yaml") + len("```yaml") : readme.index("```\n\n")]
     (tmp_path / "headline.yaml").write_text(headline)
-    done = policyext("validate", "--strict", tmp_path / "headline.yaml")
-    assert done.returncode == 0, done.stderr
+    shipped = _shipped_policies(tmp_path)
+    assert len(shipped) >= 2
+    for path in [tmp_path / "headline.yaml", *shipped]:
+        done = policyext("validate", "--strict", path)
+        assert done.returncode == 0, done.stderr
+        assert "warning" not in done.stderr
