@@ -124,19 +124,41 @@ def unguarded_reads(expression: CheckedExpression) -> list[UnguardedRead]:
     in the order they appear in the source."""
     checked = expression.typed
     found: dict[str, UnguardedRead] = {}
-    for read in _Walk(checked).reads(checked.tree, frozenset()):
+    try:
+        reads = list(_Walk(checked, lean_left=True).reads(checked.tree, frozenset()))
+    except _TooLong:
+        reads = list(_Walk(checked, lean_left=False).reads(checked.tree, frozenset()))
+    for read in reads:
         if read.path not in found:
             found[read.path] = read
     return sorted(found.values(), key=lambda r: (r.line, r.column))
 
 
+# the steps a walk may take before it gives up the left side's leaning on the right (which
+# walks the right side twice at each `&&` and `||`: exponential in their nesting, where
+# parentheses nest them to the right); the walk without it takes one step per node
+_STEPS: Final = 20_000
+
+
+class _TooLong(Exception):
+    pass
+
+
 class _Walk:
-    def __init__(self, checked: Checked) -> None:
+    def __init__(self, checked: Checked, *, lean_left: bool) -> None:
         self.checked = checked
+        self.lean_left = lean_left
+        self.steps = 0
+        # what a test shows depends on the test alone: worked out once for each (a condition
+        # nested in conditions is asked about for both of its values at each level)
+        self.known_shown: dict[tuple[int, bool], Facts] = {}
 
     def reads(self, node: ast.Node, known: frozenset[Path]) -> Iterator[UnguardedRead]:
         """The unguarded reads under `node`, where `known` holds the paths the tests around it
         have shown present."""
+        self.steps += 1
+        if self.lean_left and self.steps > _STEPS:
+            raise _TooLong
         if isinstance(node, ast.Select):
             if node.test_only:  # has(a.b): a is read, b is the question
                 yield from self.reads(node.operand, known)
@@ -203,7 +225,7 @@ class _Walk:
             yield from self.under(right, known, self.shown(left, holds))
             # the left side leans on the right only if the right cannot fail by itself (else
             # each would excuse the other's failure while both fail)
-            if next(self.reads(right, known), None) is None:
+            if self.lean_left and next(self.reads(right, known), None) is None:
                 yield from self.under(left, known, self.shown(right, holds))
             else:
                 yield from self.reads(left, known)
@@ -251,6 +273,12 @@ class _Walk:
     def shown(self, test: ast.Node, value: bool) -> Facts:
         """The paths present whenever `test` evaluates to `value` without an error (NEVER
         when it cannot evaluate to `value`)."""
+        key = (id(test), value)
+        if key not in self.known_shown:
+            self.known_shown[key] = self.worked_out(test, value)
+        return self.known_shown[key]
+
+    def worked_out(self, test: ast.Node, value: bool) -> Facts:
         if isinstance(test, ast.Literal) and type(test.value) is bool:
             return frozenset() if test.value == value else NEVER
         if isinstance(test, ast.Select) and test.test_only:

@@ -162,3 +162,20 @@ def test_a_rule_warned_of_fails_on_some_object_and_one_not_warned_of_on_none(
         assert failed, "warned of, but it evaluates on every pod and node"
     else:
         assert failed == []
+
+
+def test_tests_nested_as_deep_as_an_expression_may_nest_are_walked_in_a_few_steps() -> None:
+    # `&&` nested to the right by parentheses, and conditions inside conditions: each level
+    # would double the work of a walk that asked each side twice
+    chained = "node.metadata.labels.zone == 'a'"
+    tower = "has(node.metadata.labels)"
+    for n in range(45):
+        chained = f"(has(node.metadata.labels.a{n}) && {chained})"
+        tower = f"({tower} ? has(node.metadata.labels.a{n}) : false)"
+    expected = {
+        chained: ["node.metadata.labels", "node.metadata.labels['zone']"],
+        f"{tower} ? node.metadata.labels.zone : ''": ["node.metadata.labels['zone']"],
+    }
+    for expression, paths in expected.items():
+        checked = cel.check_expression(expression, RULE_VARIABLES)
+        assert [r.path for r in cel.unguarded_reads(checked)] == paths
