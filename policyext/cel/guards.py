@@ -13,10 +13,14 @@ in a checked expression, every such read that nothing makes safe:
 - where the test holds: the other operand of `&&` (CEL's `&&` absorbs an error when the other
   side is false; `||` when it is true: there, where the test fails), the branch of `? :` its
   condition selects, the body of a comprehension over a map's own keys (`m.all(k, m[k] ...)`).
+  The left operand leans on the right only if the right cannot fail by itself: two tests
+  that each read what the other tests (`has(a.b.c) && has(a.b.d)`) fail together.
 
-The analysis is exact on these forms and conservative elsewhere: a read whose key is
-computed (`labels[a + b]`) or that goes through a variable (`cel.bind(l, labels, l.zone)`) is
-not reported, and an index into a list is not a field or key read.
+`has(a.b.c)` reads `a.b` as any selection does: only its last step is the question. The
+analysis follows these forms exactly; what it does not follow it does not report (a key
+computed at run time, `labels[a + b]`; a map reached through a variable, `cel.bind(l, labels,
+l.zone)`; an index past a list's end), and it warns only of reads that can fail (but past
+`_STEPS`, below, it no longer sees a left operand that only its right one guards).
 
 A few paths are taken as present though the schema leaves them optional (`ALWAYS_SET`):
 every Pod and Node read from the API server has them, and a warning on nearly every rule
