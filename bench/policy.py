@@ -48,6 +48,9 @@ class Rule:
 
 _LABELS = "node.metadata.labels"
 _PREF = f"pod.metadata.annotations['{PREFERRED_ZONE_ANNOTATION}']"
+# read optionally on both sides of `&&`: a plain read on the right would be guarded by the
+# left's test only at run time (`validate` would warn of it; the value is the same)
+_OPTIONAL_PREF = f"pod.metadata.?annotations[?'{PREFERRED_ZONE_ANNOTATION}'].orValue('')"
 
 RULES: Final = (
     Rule(
@@ -107,8 +110,8 @@ RULES: Final = (
     Rule(
         "preferred-zone",
         "score",
-        f"pod.metadata.?annotations[?'{PREFERRED_ZONE_ANNOTATION}'].orValue('') != ''"
-        f" && node.metadata.?labels[?'{ZONE_LABEL}'].orValue('') == {_PREF} ? 10 : 0",
+        f"{_OPTIONAL_PREF} != ''"
+        f" && node.metadata.?labels[?'{ZONE_LABEL}'].orValue('') == {_OPTIONAL_PREF} ? 10 : 0",
         "has(pod.metadata.annotations)"
         f" && '{PREFERRED_ZONE_ANNOTATION}' in pod.metadata.annotations"
         f" && {_PREF} != '' && has({_LABELS}) && '{ZONE_LABEL}' in {_LABELS}"

@@ -84,7 +84,8 @@ def problems(args: argparse.Namespace) -> list[str]:
         given = [flag for flag in TLS_FLAGS if getattr(args, flag[2:].replace("-", "_"))]
         if given:
             found.append(
-                f"{', '.join(given)} configure TLS, but --url is http://: use an https:// URL"
+                f"{', '.join(given)} configure{'' if len(given) > 1 else 's'} TLS, but --url is "
+                "http://: use an https:// URL"
             )
     prefix = urlsplit(args.url_prefix)
     if prefix.scheme or prefix.netloc:

@@ -603,10 +603,23 @@ class _PolicyCompiler:
 def _unguarded_message(read: cel.UnguardedRead) -> str:
     root = read.path.partition(".")[0]
     what = f"a {root}" if root in ("pod", "node") else f"an item of {read.owner}"
+    if not read.key:
+        return (
+            f"reads {read.path} without ? or has(): errors on {what} without "
+            f"{read.field} ({read.owner}.{read.field} is optional in Kubernetes' schema; "
+            f"use {read.safe_form}... or guard it with has({read.path}))"
+        )
+    if read.field:
+        return (
+            f"reads {read.path} without ? or a test: errors on {what} without "
+            f"{read.field} or without the key {read.key} in it ({read.owner}.{read.field} is "
+            f"optional in Kubernetes' schema, and a map holds only the keys it was given; use "
+            f"{read.safe_form}...)"
+        )
     return (
-        f"reads {read.path} without ? or has(): errors on {what} without "
-        f"{read.field} ({read.owner}.{read.field} is optional in Kubernetes' schema; "
-        f"use {read.safe_form}... or guard it with has({read.path}))"
+        f"reads {read.path} without ? or a test of the key: errors on {what} whose "
+        f"{read.map_path.rpartition('.')[2]} has no key {read.key} (a map holds only the keys "
+        f"it was given; use {read.safe_form}... or guard it with {read.key} in {read.map_path})"
     )
 
 

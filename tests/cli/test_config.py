@@ -22,14 +22,22 @@ from tests.cli.run import policyext
         (["--url", "policyext:8888"], "--url must be an http:// or https:// URL"),
         (["--url", "http://"], "--url must be an http:// or https:// URL with a host"),
         (["--url", "http://x:8888/?a=b"], "--url takes no query"),
-        (["--ca-file", "/ca.crt"], "--ca-file configure TLS, but --url is http://"),
+        (["--ca-file", "/ca.crt"], "--ca-file configures TLS, but --url is http://"),
         (
             ["--url", "http://x", "--cert-file", "c", "--key-file", "k"],
             "--cert-file, --key-file configure TLS, but --url is http://",
         ),
-        (["--server-name", "x"], "--server-name configure TLS, but --url is http://"),
+        (["--server-name", "x"], "--server-name configures TLS, but --url is http://"),
         (["--url", "https://x", "--cert-file", "c"], "--cert-file and --key-file go together"),
         (["--weight", "0"], "--weight must be at least 1"),
+        # the rest of what docs/extender-api.md says is refused
+        (["--url", "http://x:0"], "a port from 1 to 65535"),
+        (["--url", "http://x:65536"], "a port from 1 to 65535"),
+        (["--url", "http://x y"], "a host without spaces"),
+        (["--url-prefix", "http://foo:1/x"], "--url-prefix is a path appended to --url"),
+        (["--url-prefix", "//host/x"], "--url-prefix is a path appended to --url"),
+        (["--url-prefix", "/x?a=b"], "--url-prefix takes no query"),
+        (["--scheduler-name="], "--scheduler-name needs a name"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )
@@ -40,6 +48,14 @@ def test_config_refuses_what_kube_scheduler_would_not_take_and_names_the_flag(
     assert done.returncode == 1
     assert says in done.stderr
     assert done.stdout == ""  # nothing half-printed to paste by mistake
+
+
+@pytest.mark.parametrize("args", [["--weight", "x"], ["--timeuot", "5s"]])
+def test_a_value_of_another_type_or_an_unknown_flag_is_a_usage_error(args: list[str]) -> None:
+    done = policyext("config", *args)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: policyext")
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize("timeout", ["5s", "1500ms", "1m30s", "0.5s", "2h", "250us"])

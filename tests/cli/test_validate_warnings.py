@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.cli.run import RULES, policyext
+from tests.policy.unguarded_cases import CASES
 
 POLICY = """\
 apiVersion: policyext.io/v1alpha1
@@ -24,52 +25,6 @@ spec:
     expression: {expression}
 """
 
-# (a filter, the paths `validate` warns that it reads unguarded: none for a safe one)
-CASES = [
-    # the README's old headline rule: labels is optional in ObjectMeta
-    ("node.metadata.labels.?lifecycle.orValue('') != 'spot'", ["node.metadata.labels"]),
-    ("node.metadata.labels.zone == 'a'", ["node.metadata.labels"]),
-    ("node.metadata.labels['zone'] == 'a'", ["node.metadata.labels"]),
-    ("size(node.spec.taints) == 0", ["node.spec.taints"]),
-    ("pod.metadata.annotations['a'] == 'b'", ["pod.metadata.annotations"]),
-    ("node.spec.unschedulable != true", ["node.spec.unschedulable"]),
-    # a comprehension's variable is an item of the list: Taint.value is optional
-    (
-        "!has(node.spec.taints) || node.spec.taints.all(t, t.value != 'x')",
-        ["t.value"],
-    ),
-    # one warning per path, however often it is read
-    (
-        "node.metadata.labels.a == 'x' || node.metadata.labels.b == 'y'",
-        ["node.metadata.labels"],
-    ),
-    # a has() of another path guards nothing here
-    ("has(node.metadata.annotations) && node.metadata.labels.a == 'x'", ["node.metadata.labels"]),
-    # optional selection, and everything chained after it
-    ("node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'", []),
-    ("node.metadata.?labels.?lifecycle.orValue('') != 'spot'", []),
-    ("node.spec.?taints.orValue([]).all(t, t.effect != 'NoSchedule')", []),
-    # inside has()
-    ("has(node.metadata.labels)", []),
-    ("has(node.metadata.labels.zone)", []),
-    # guarded by a has() of the same path on either side of && or ||
-    ("has(node.metadata.labels) && node.metadata.labels.zone == 'a'", []),
-    ("!has(node.metadata.labels) || node.metadata.labels.zone != 'a'", []),
-    ("node.metadata.labels.zone == 'a' && has(node.metadata.labels)", []),
-    # or of a path below it (its presence means theirs)
-    ("has(node.metadata.labels.zone) && node.metadata.labels.zone == 'a'", []),
-    # or in the condition of ? :
-    ("has(node.spec.taints) ? node.spec.taints.size() == 0 : true", []),
-    # required fields: a Taint always has a key and an effect, a Container a name
-    ("node.spec.?taints.orValue([]).all(t, t.key != 'x' && t.effect != 'NoSchedule')", []),
-    ("pod.spec.containers.all(c, c.name != '')", []),
-    # what every Pod and Node from the API server has
-    ("node.metadata.name != '' && pod.metadata.namespace != 'kube-system'", []),
-    ("quantity(node.status.allocatable.cpu).isGreaterThan(quantity('1'))", []),
-    # policyext's own variables are always complete
-    ("nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0", []),
-]
-
 
 def _write(folder: Path, expression: str) -> Path:
     path = folder / "policy.yaml"
@@ -77,20 +32,27 @@ def _write(folder: Path, expression: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("expression", "warned"), CASES, ids=[c[0] for c in CASES])
-def test_validate_warns_of_exactly_the_optional_fields_read_unguarded(
-    tmp_path: Path, expression: str, warned: list[str]
-) -> None:
-    path = _write(tmp_path, expression)
+def test_validate_warns_of_exactly_the_reads_that_can_fail(tmp_path: Path) -> None:
+    # the whole table as the filters of one policy: one run of validate
+    filters = "".join(
+        f"  - name: f{n}\n    expression: {json.dumps(expression)}\n"
+        for n, (expression, _) in enumerate(CASES)
+    )
+    path = tmp_path / "policy.yaml"
+    path.write_text(POLICY.format(expression="true").split("  - name")[0] + filters)
     done = policyext("validate", path, "-o", "json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["valid"] is True
     assert report["problems"] == []
-    messages = [w["message"] for w in report["warnings"]]
-    assert [m.split()[1] for m in messages] == warned
+    warned: dict[str, list[str]] = {}
     for warning in report["warnings"]:
-        assert (warning["policy"], warning["rule"], warning["line"]) == ("p", "f", 7)
+        assert warning["policy"] == "p"
+        warned.setdefault(warning["rule"], []).append(warning["message"].split()[1])
+        # each warning is on its filter's line: the filters are two lines each from line 6
+        assert warning["line"] == 7 + 2 * int(warning["rule"][1:])
+    got = [(expression, warned.get(f"f{n}", [])) for n, (expression, _) in enumerate(CASES)]
+    assert got == CASES
 
 
 def test_a_warning_is_a_line_that_says_where_what_and_how_to_fix_it(tmp_path: Path) -> None:
@@ -147,12 +109,37 @@ def test_junit_output_shows_warnings_as_output_or_with_strict_as_failures(
         assert "warning: p/f: reads node.metadata.labels" in (output.text or "")
 
 
-def test_the_example_rules_and_the_readme_headline_rule_give_no_warning(tmp_path: Path) -> None:
+def _shipped_policies(folder: Path) -> list[Path]:
+    """Every policy we ship outside rules/, each in a file of its own: the benchmark's, the
+    chart's inline examples, and any in examples/."""
+    from bench.policy import scheduling_policy
+
+    out = folder / "bench.json"
+    out.write_text(json.dumps(scheduling_policy()))
+    found = [out]
+    for values in sorted((RULES.parent / "charts/policyext/ci").glob("*.yaml")):
+        inline = (yaml.safe_load(values.read_text()) or {}).get("policies", {}).get("inline", {})
+        for name, text in inline.items():
+            found.append(folder / f"{values.stem}-{name}")
+            found[-1].write_text(text)
+    for example in sorted((RULES.parent / "examples").rglob("*.y*ml")):
+        if "kind: SchedulingPolicy" in example.read_text():
+            found.append(example)
+    return found
+
+
+def test_nothing_we_ship_warns(tmp_path: Path) -> None:
+    # rules/, the README's headline rule, the benchmark's policy, the chart's examples
+    # (the docs' examples: tests/server/test_docs.py)
     done = policyext("validate", "--strict", RULES)
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
     readme = (RULES.parent / "README.md").read_text(encoding="utf-8")
     headline = readme[readme.index("```yaml") + len("```yaml") : readme.index("```\n\n")]
     (tmp_path / "headline.yaml").write_text(headline)
-    done = policyext("validate", "--strict", tmp_path / "headline.yaml")
-    assert done.returncode == 0, done.stderr
+    shipped = _shipped_policies(tmp_path)
+    assert len(shipped) >= 2
+    for path in [tmp_path / "headline.yaml", *shipped]:
+        done = policyext("validate", "--strict", path)
+        assert done.returncode == 0, done.stderr
+        assert "warning" not in done.stderr
