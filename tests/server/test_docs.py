@@ -223,7 +223,7 @@ def _policy_path_flags() -> dict[str, list[argparse.Action]]:
 def test_every_command_that_reads_policy_files_takes_them_comma_separated() -> None:
     # README.md and policies.md: "as a repeated flag or comma-separated, in any mix"
     flags = _policy_path_flags()
-    assert sorted(flags) == ["explain", "serve", "simulate", "test", "validate"]
+    assert sorted(flags) == ["explain", "serve", "simulate", "test", "validate", "webhook"]
     for command, actions in flags.items():
         for action in actions:
             namespace = argparse.Namespace()
