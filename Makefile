@@ -112,7 +112,7 @@ bench-throughput: e2e-binaries
 # API server (the e2e harness's); the figures of docs/benchmarks.md's "The caches at scale"
 bench-scale: e2e-binaries
 	nice -n 10 $(BIN)/python -m bench.scale
-	nice -n 10 $(BIN)/python -m bench.scale --live 1000 20000
+	nice -n 10 $(BIN)/python -m bench.scale --live 5000 150000
 
 # the figures of docs/reliability.md (loopback only, each step stops by itself): 50 clients
 # for 60 s with the policy folder swapped every second, worker memory over 100,000

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import http.client
 import json
 import os
 import random
@@ -40,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -406,22 +408,91 @@ def _per_event_us(source: Any, lines: Sequence[bytes]) -> float:
 class LiveFigures:
     nodes: int
     pods: int
-    create_pods_per_s: float  # how fast the harness's API server took the pods
+    create_nodes_per_s: float  # how fast the harness's API server took the nodes
+    create_pods_per_s: float  # and the pods
+    apiserver_rss_mb: float  # kube-apiserver and etcd once every object is in
+    etcd_rss_mb: float
     scheduler_ready_s: float  # kube-scheduler started -> /readyz (its informers synced)
     scheduler_rss_mb: float
     policyext_ready_s: float  # policyext serve started -> /readyz (both watches listed)
     policyext_worker_rss_mb: float  # the serving worker (gunicorn's master apart)
     policyext_master_rss_mb: float
+    filter_ms: float  # a 500-name filter over HTTP: median wall ms at the client
+    filter_worker_cpu_ms: float  # the worker's CPU per call (and one pod event's)
+
+
+# client connections that create the objects: each one kept alive (a TLS handshake per
+# object, as the harness's KubeClient makes, was most of the client's and the server's work)
+CREATORS: Final = 16
+# filter calls over HTTP once policyext is ready, a pod bound between two (as live: no
+# call is answered from the remembered reply of the one before)
+LIVE_CALLS: Final = 300
+# what the server answers a create with: protobuf is cheaper for it to write than JSON
+# (the answer is only checked for its status)
+PROTOBUF: Final = "application/vnd.kubernetes.protobuf"
+
+
+class _Creator:
+    """POSTs of JSON bodies to the API server, on one kept-alive connection per thread."""
+
+    def __init__(self, port: int, token: str, context: Any) -> None:
+        self.port, self.token, self.context = port, token, context
+        self.local = threading.local()
+
+    def send(self, method: str, path: str, body: bytes, content_type: str) -> None:
+        for attempt in range(3):
+            connection = getattr(self.local, "connection", None)
+            if connection is None:
+                connection = self.local.connection = http.client.HTTPSConnection(
+                    "127.0.0.1", self.port, context=self.context, timeout=120
+                )
+            try:
+                connection.request(
+                    method,
+                    path,
+                    body=body,
+                    headers={
+                        "Authorization": f"Bearer {self.token}",
+                        "Content-Type": content_type,
+                        "Accept": f"{PROTOBUF}, application/json",
+                    },
+                )
+                response = connection.getresponse()
+                answer = response.read()
+            except (OSError, http.client.HTTPException):
+                connection.close()  # the server closed a kept connection: a new one
+                self.local.connection = None
+                if attempt == 2:
+                    raise
+                continue
+            if response.status == 429:  # too many requests in flight: again
+                time.sleep(0.1)
+                continue
+            if not 200 <= response.status < 300:
+                raise RuntimeError(f"{method} {path}: {response.status} {answer[:300]!r}")
+            return
+        raise RuntimeError(f"{method} {path}: refused three times")
+
+    def create(self, path: str, manifest: Json) -> None:
+        self.send("POST", path, orjson.dumps(manifest), "application/json")
+
+    def node(self, manifest: Json) -> None:
+        """A Node without the not-ready taint admission puts on it (as create_fake_node)."""
+        self.create("/api/v1/nodes", manifest)
+        patch = orjson.dumps({"spec": {"taints": manifest["spec"].get("taints", [])}})
+        name = manifest["metadata"]["name"]
+        self.send("PATCH", f"/api/v1/nodes/{name}", patch, "application/merge-patch+json")
 
 
 def live(nodes: int, pods: int) -> LiveFigures:
     """The same Nodes and Pods in the e2e harness's API server; kube-scheduler and
     `policyext serve --kubeconfig` started on them one after the other (each alone on the
-    machine's CPU while it lists), their time to ready and resident memory once ready."""
+    machine's CPU while it lists), their time to ready and resident memory once ready;
+    then policyext's 500-name filter over HTTP."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tests.e2e.binaries import ensure_binaries
-    from tests.e2e.controlplane import POLICYEXT, ControlPlane, fake_node
+    from tests.e2e.controlplane import ADMIN, POLICYEXT, ControlPlane, fake_node
     from tests.e2e.extender import Extender
     from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
 
@@ -433,32 +504,38 @@ def live(nodes: int, pods: int) -> LiveFigures:
         grant_extender_rbac(admin)
         wait_until_granted(plane.client(POLICYEXT))
         names = [f"scale-{i:05d}" for i in range(nodes)]
-        rng = random.Random("scale:live")
-        namespaces = sorted(set(TEAMS))
-        for namespace in namespaces:
+        for namespace in sorted(set(TEAMS)):
             admin.create_namespace(namespace)
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda n: admin.create_fake_node(fake_node(n, cpu="64")), names))
-            manifests = [_creatable(api_pod(rng, names[i % nodes], i)) for i in range(pods)]
+        creator = _Creator(plane.api_port, plane.identities[ADMIN].token, admin.context)
+
+        def create_pods(first: int) -> None:
+            # each thread its own share, made as it goes (150,000 manifests held at once
+            # would be gigabytes of the client's memory)
+            rng = random.Random(f"scale:live:{first}")
+            for i in range(first, pods, CREATORS):
+                made = _creatable(api_pod(rng, names[i % nodes], i))
+                creator.create(f"/api/v1/namespaces/{made['metadata']['namespace']}/pods", made)
+
+        with ThreadPoolExecutor(CREATORS) as pool:
             started = time.monotonic()
-            list(
-                pool.map(
-                    lambda m: admin.create(
-                        f"/api/v1/namespaces/{m['metadata']['namespace']}/pods", m
-                    ),
-                    manifests,
-                )
-            )
+            list(pool.map(lambda n: creator.node(fake_node(n, cpu="64")), names))
+            node_rate = nodes / (time.monotonic() - started)
+            print(f"{nodes} nodes created ({node_rate:.0f} nodes/s)", flush=True)
+            started = time.monotonic()
+            list(pool.map(create_pods, range(CREATORS)))
             rate = pods / (time.monotonic() - started)
-        del manifests
-        print(f"{nodes} nodes, {pods} pods created ({rate:.0f} pods/s)", flush=True)
+        print(f"{pods} pods created ({rate:.0f} pods/s)", flush=True)
+        apiserver_rss, etcd_rss = (_rss_of(plane, n) for n in ("kube-apiserver", "etcd"))
 
         started = time.monotonic()
-        scheduler = plane.start_scheduler("profiles: [{schedulerName: scale}]", name="scale")
+        scheduler = plane.start_scheduler(
+            "profiles: [{schedulerName: scale}]", name="scale", timeout=1200
+        )
         scheduler_ready = time.monotonic() - started
         assert scheduler.process is not None
         scheduler_rss = rss_mb(scheduler.process.pid)
         plane.stop_component("scale")
+        print(f"kube-scheduler ready in {scheduler_ready:.1f} s", flush=True)
 
         kubeconfig = plane.write_kubeconfig(POLICYEXT, Path(work) / "policyext.kubeconfig")
         rules = Path(work) / "rules"
@@ -466,24 +543,72 @@ def live(nodes: int, pods: int) -> LiveFigures:
         (rules / "benchmark.json").write_text(json.dumps(policy_document()))
         extender = Extender(plane, kubeconfig, [rules], name="policyext-scale")
         started = time.monotonic()
-        extender.start(timeout=600)
+        extender.start(timeout=1200)
         policyext_ready = time.monotonic() - started
         master = extender.component.process
         assert master is not None
         workers = Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
-        worker_rss = max(rss_mb(int(w)) for w in workers)
+        worker = max((int(w) for w in workers), key=rss_mb)
+        worker_rss = rss_mb(worker)
         master_rss = rss_mb(master.pid)
+        print(f"policyext ready in {policyext_ready:.1f} s", flush=True)
+        filter_ms, filter_cpu_ms = _live_filter(extender.port, worker, names, creator, pods)
         extender.stop()
     return LiveFigures(
         nodes,
         pods,
+        round(node_rate),
         round(rate),
+        round(apiserver_rss, 1),
+        round(etcd_rss, 1),
         round(scheduler_ready, 1),
         round(scheduler_rss, 1),
         round(policyext_ready, 1),
         round(worker_rss, 1),
         round(master_rss, 1),
+        filter_ms,
+        filter_cpu_ms,
     )
+
+
+def _rss_of(plane: Any, name: str) -> float:
+    process = plane.components[name].process
+    return rss_mb(process.pid) if process is not None else 0.0
+
+
+def _live_filter(
+    port: int, worker: int, names: Sequence[str], creator: _Creator, first: int
+) -> tuple[float, float]:
+    """Median wall ms of LIVE_CALLS 500-name filter calls to policyext over HTTP (one kept
+    connection), and the worker's CPU ms per call; a pod bound to one of the 500 nodes
+    between two calls, as live (its watch event is in the worker's CPU figure)."""
+    asked = sorted(random.Random("names:live").sample(list(names), min(NAMES, len(names))))
+    body = orjson.dumps({"Pod": workload.benchmark_pod(), "Nodes": None, "NodeNames": asked})
+    rng = random.Random("scale:live:binds")
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Content-Type": "application/json"}
+    seconds = []
+    ticks = _cpu_ticks(worker)
+    for i in range(LIVE_CALLS):
+        started = time.perf_counter()
+        connection.request("POST", "/filter", body=body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        seconds.append(time.perf_counter() - started)
+        if response.status != 200:
+            raise RuntimeError(f"/filter answered {response.status}")
+        bound = _creatable(api_pod(rng, rng.choice(asked), first + i))
+        creator.create(f"/api/v1/namespaces/{bound['metadata']['namespace']}/pods", bound)
+        time.sleep(0.05)  # its watch event reaches the worker before the next call
+    cpu = (_cpu_ticks(worker) - ticks) / os.sysconf("SC_CLK_TCK")
+    connection.close()
+    return round(1000 * statistics.median(seconds), 3), round(1000 * cpu / LIVE_CALLS, 3)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User and system CPU of a process so far, in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def policy_document() -> Json:
@@ -544,13 +669,29 @@ def _row(f: Figures) -> str:
     )
 
 
+def _labels() -> list[str]:
+    return [f"{nodes}x{per_node}" for _, nodes, per_node in SIZES]
+
+
+def chosen(sizes: str) -> list[tuple[str, int, int]]:
+    """The sizes `--sizes` names (see main); none when it names one that is not listed."""
+    if sizes == "all":
+        return list(SIZES)
+    if sizes == "small":
+        return list(SIZES[:1])
+    by_label = dict(zip(_labels(), SIZES, strict=True))
+    wanted = [by_label.get(label.strip()) for label in sizes.split(",")]
+    return [size for size in wanted if size is not None] if None not in wanted else []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
     parser.add_argument("--output", type=Path, help="write the figures as JSON here")
     parser.add_argument(
         "--sizes",
         default="all",
-        help="all (default), or 'small' for today's sizes alone (a quick look)",
+        help="all (default), 'small' for today's sizes alone (a quick look), or some sizes "
+        "as NODESxPODS_PER_NODE, comma-separated (500x5,5000x30: the filter's two ends)",
     )
     parser.add_argument(
         "--live",
@@ -573,7 +714,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(json.dumps(asdict(figures), indent=2) + "\n")
         return 0
-    sizes = SIZES if args.sizes == "all" else SIZES[:1]
+    sizes = chosen(args.sizes)
+    if not sizes:
+        parser.error(f"--sizes: none of {args.sizes!r} is a size of {', '.join(_labels())}")
     print(HEADER, flush=True)
     results = run(sizes)
     if args.output is not None:

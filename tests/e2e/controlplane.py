@@ -637,13 +637,19 @@ class ControlPlane:
         self._wait_apiserver(apiserver)
 
     def start_scheduler(
-        self, config: str, *, name: str = "kube-scheduler", args: Sequence[str] = ()
+        self,
+        config: str,
+        *,
+        name: str = "kube-scheduler",
+        args: Sequence[str] = (),
+        timeout: float = PATIENCE,
     ) -> Component:
         """Starts a kube-scheduler with a KubeSchedulerConfiguration (YAML text).
 
         The harness fills in what depends on it: the client connection (the scheduler's own
         identity) and leader election, off so that several schedulers can run side by side.
         `args` are extra command-line flags, e.g. `("--v=5",)` to log every extender call.
+        `timeout`: how long it may take to be ready (bench.scale's 150,000 pods: minutes).
         """
         assert self.pki is not None, "start the control plane first"
         if name in self.components and self.components[name].running():
@@ -677,7 +683,7 @@ class ControlPlane:
         context = self._context
         assert context is not None
         # /readyz includes the informer sync check, so the scheduler sees the cluster by then.
-        scheduler.wait_ready(lambda: _https_ok(port, "/readyz", context, None), timeout=PATIENCE)
+        scheduler.wait_ready(lambda: _https_ok(port, "/readyz", context, None), timeout=timeout)
         return scheduler
 
     def stop_component(self, name: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 import threading
 import weakref
 from typing import Any, Final
@@ -178,7 +179,7 @@ class NodeValue(Operation):
                 if fresh.cost is not None and len(fresh.cost):
                     kept.most = max(kept.most, float(fresh.cost.max()))
             kept.stamps[at] = versions
-            kept.known = not some(whole.unknown & (kept.stamps != NOT_KEPT))
+            kept.known = _still_known(kept, whole, at)
             # every row current only if no other request wrote stamps since this one looked
             current = kept.writes == writes
             kept.checked, kept.checked_at = (slots, changes) if current else (None, -1)
@@ -265,8 +266,7 @@ def _scatter(whole: Column, at: npt.NDArray[np.intp], fresh: Column) -> None:
     whole.values[at] = fresh.values
     whole.unknown[at] = fresh.unknown
     if whole.objects is not None and fresh.objects is not None:
-        # a new array, not written in place: requests read the objects after the lock
-        objects = whole.objects.copy()
+        objects = _writable_objects(whole)
         objects[at] = fresh.objects
         whole.objects = objects
     assert whole.cost is not None
@@ -282,7 +282,7 @@ def _write_rows(
     if kind not in KINDS or any(type(entry[0]) is not kind for entry in entries):
         return False
     values, unknown = whole.values, whole.unknown
-    objects = whole.objects.copy() if whole.objects is not None else None  # see _scatter
+    objects = _writable_objects(whole) if whole.objects is not None else None
     assert whole.cost is not None
     for slot, (value, approx, cost) in zip(at.tolist(), entries, strict=True):
         if kind is Quantity:
@@ -302,6 +302,37 @@ def _write_rows(
         whole.cost[slot] = cost
     whole.objects = objects
     return True
+
+
+# references to a kept column's objects array when no request holds it: the column's, the
+# caller's variable and getrefcount's argument
+_UNHELD: Final = 3
+
+
+def _writable_objects(whole: Column) -> npt.NDArray[Any]:
+    """The kept column's objects array to write rows into, under the value's lock: itself
+    when no request holds it, else a copy. A request reads the objects it was handed after
+    the lock (the few rows it compares exactly: `Column.object_at`), so a row written in
+    place under it would be another version's than its values. Copying every time cost a
+    reference per slot of the table for every changed row (a pod bound between two calls):
+    at 5,000 nodes, 8,192 slots per object column per call, the most of what a filter call
+    at that size cost more than one at 500 (docs/performance.md). Requests take the array
+    only under the lock (`gather`), so no reference appears between the count and the
+    writes."""
+    objects = whole.objects
+    assert objects is not None
+    if sys.getrefcount(objects) <= _UNHELD:
+        return objects
+    return objects.copy()
+
+
+def _still_known(kept: _Kept, whole: Column, at: npt.NDArray[np.intp]) -> bool:
+    """Whether no evaluated row of the kept column is unknown, once the rows at `at` were
+    written: only those changed, so while every other row was known it is theirs alone to
+    look at (a few rows, not every slot of the table); else every evaluated row again."""
+    if kept.known:
+        return not some(whole.unknown[at])
+    return not some(whole.unknown & (kept.stamps != NOT_KEPT))
 
 
 # requests to wait, after every slot of a table was looked at and some was not current,
