@@ -144,7 +144,11 @@ def render_markdown(run: Run) -> str:
     add(
         "kube-scheduler's throughput with and without policyext (a real control plane, 500"
         " nodes, 1,000 pods) is measured separately: [benchmarks-throughput.md]"
-        "(benchmarks-throughput.md), by `python -m bench.throughput`.\n"
+        "(benchmarks-throughput.md), by `python -m bench.throughput`. The live caches at SIG"
+        " Scalability's envelope (5,000 nodes and 150,000 pods, in process and through a real"
+        " API server beside kube-scheduler: time to ready, memory, watch events, the filter at"
+        " that size) are measured separately too: [benchmarks-scale.md](benchmarks-scale.md),"
+        " by `make bench-scale`.\n"
     )
     add("## Machine\n")
     m = run.machine
