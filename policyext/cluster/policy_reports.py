@@ -1,0 +1,465 @@
+"""Policy reports: for each pod that Audit filter rules apply to, once it is bound, one
+report scoped to the pod (`wgpolicyk8s.io/v1alpha2` PolicyReport, or `openreports.io/
+v1alpha1` Report) with one result per Audit rule: `fail` when the rule would have rejected
+the node the pod was bound to, `pass` when not, `error` when it could not be evaluated on
+that node. Policy Reporter and `kubectl get polr` read them as they read Kyverno's.
+
+A result is about the node the pod is on, so a report is written once the binding is
+known, and it is learnt from the node cache (cluster/cache.py), not from /bind: the pod
+watch brings every bound pod with its `spec.nodeName` whoever bound it (kube-scheduler
+itself, or our /bind), so reports need no --bind-verb, and nothing is added to a bind.
+
+Nothing of this is on the request path. A filter answer's `account` (after the reply is
+sent: server/entrance.py) offers the pod and its evaluation to a bounded queue, as it does
+for the audit Events (cluster/audit_events.py), only when an Audit filter of the set
+applies to the pod; a thread per worker keeps the last finding of each pod by UID, and at
+every tick writes those whose pod the cache now holds bound, at most `rate` a second (with
+a burst), each by one server-side apply (field manager `policyext`: created or updated in
+one call, whichever worker or replica writes it). A pod filtered several times before it
+binds gets one report, from its last filter call. What the queue cannot hold, what waits
+longer than the waiting room allows, and the pods never bound (deleted while pending) are
+dropped and counted; the decision log and the metrics still have every finding.
+
+As for the Events, a report is written from the cluster's objects, never from a request's
+text: the pod is the cache's pod under that UID, namespace and name, and every node the
+finding counts is in the node cache; the rest is counted as unverified.
+
+A cluster without the report's CRD answers the apply with a 404: that is logged once,
+`policyext_policy_reports_api_available` drops to 0, the findings are dropped (counted
+`unavailable`) and the API is tried again a minute later, so a CRD installed later is
+noticed without a restart. The report is owned by its pod (an ownerReference, without
+blockOwnerDeletion, which would need the right to delete pods): the garbage collector
+deletes it with the pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, Protocol
+
+from kubernetes.client.exceptions import ApiException
+
+from policyext.cluster.audit_events import ClusterView, TokenBucket
+from policyext.cluster.client import ApiClients
+from policyext.cluster.watch import CONNECT_TIMEOUT, describe
+from policyext.policy import Evaluation, PolicySet
+
+log = logging.getLogger("policyext.cluster.reports")
+
+Json = dict[str, Any]
+
+SOURCE: Final = "policyext"
+FIELD_MANAGER: Final = "policyext"
+APPLY: Final = "application/apply-patch+yaml"
+WRITE_TIMEOUT: Final = 10.0
+DEFAULT_RATE: Final = 10.0  # reports a second, per worker
+BURST: Final = 50
+QUEUE_SIZE: Final = 512  # filter answers waiting for the thread
+WAITING: Final = 2048  # pods filtered and not yet bound (or not yet written), per worker
+UNBOUND_AFTER: Final = 600.0  # seconds: a pod not bound by then is forgotten
+RECHECK_AFTER: Final = 60.0  # seconds: the report API asked again after a 404
+TICK: Final = 0.5  # seconds between the thread's looks at the cache
+WRITTEN: Final = 10_000  # reports already written, so a late offer does not write again
+MESSAGE_LIMIT: Final = 1024
+OUTCOMES: Final = (
+    "written",
+    "failed",
+    "dropped",
+    "unverified",
+    "unbound",
+    "superseded",
+    "unavailable",
+)
+
+
+class ReportApi(NamedTuple):
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+POLICY_REPORT: Final = ReportApi("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport")
+OPEN_REPORT: Final = ReportApi("openreports.io", "v1alpha1", "reports", "Report")
+REPORT_APIS: Final = {api.api_version: api for api in (POLICY_REPORT, OPEN_REPORT)}
+
+
+class PolicyHolder(Protocol):
+    """Where the policy set being served is read (store.PolicyStore)."""
+
+    @property
+    def current(self) -> PolicySet: ...
+
+
+def audit_filters(policies: PolicySet) -> dict[str, tuple[str, ...]]:
+    """Policy name -> the names of its Audit filter rules (policies without one left out)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for policy in policies.policies:
+        names = tuple(f.rule.name for f in policy.filters if f.rule.mode == "Audit")
+        if names:
+            out[policy.name] = names
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFinding:
+    """What one Audit filter rule said of the nodes of one filter call."""
+
+    policy: str
+    rule: str
+    rejected: frozenset[str]  # the nodes it would have rejected
+    errors: Mapping[str, str]  # node -> why it could not be evaluated there
+
+
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """A pod's last filter call that Audit filters applied to, kept until it binds."""
+
+    namespace: str
+    name: str
+    uid: str
+    version: str
+    nodes: tuple[str, ...]  # the nodes evaluated
+    rules: tuple[RuleFinding, ...]
+    at: float  # when it was offered (the thread's clock)
+
+
+def filtered(
+    pod: Mapping[str, Any],
+    ev: Evaluation,
+    audited: Mapping[str, tuple[str, ...]],
+    at: float,
+) -> Filtered | None:
+    """The finding of a filter evaluation for a report: every Audit filter rule of the
+    policies that apply to the pod; None when none applies or the pod has no UID."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("uid") or not meta.get("name"):
+        return None
+    applied = (m.policy for m in ev.matches if m.applies)
+    rules = [(policy, rule) for policy in applied for rule in audited.get(policy, ())]
+    if not rules:
+        return None
+    rejected: dict[tuple[str, str], set[str]] = {}
+    errors: dict[tuple[str, str], dict[str, str]] = {}
+    names = ev.names
+    for i, verdict in ev.own.items():  # Audit would-rejects are always a node's own
+        for r in verdict.audits:
+            if r.error is None:
+                rejected.setdefault((r.policy, r.rule), set()).add(names[i])
+            else:
+                errors.setdefault((r.policy, r.rule), {})[names[i]] = r.error
+    return Filtered(
+        str(meta.get("namespace") or "default"),
+        str(meta["name"]),
+        str(meta["uid"]),
+        ev.version,
+        tuple(names),
+        tuple(
+            RuleFinding(p, r, frozenset(rejected.get((p, r), ())), errors.get((p, r), {}))
+            for p, r in sorted(rules)
+        ),
+        at,
+    )
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
+def results(finding: Filtered, node: str, now: float) -> list[Json]:
+    """One result per Audit rule, about `node`, where the pod was bound."""
+    evaluated = len(finding.nodes)
+    stamp = {"seconds": int(now), "nanos": 0}
+    out: list[Json] = []
+    for rule in finding.rules:
+        would = len(rule.rejected)
+        of = f"{_nodes(would)} of the {_nodes(evaluated)} evaluated"
+        error = rule.errors.get(node)
+        if error is not None:
+            result = "error"
+            message = f"could not be evaluated on node {node}, where the pod was bound: {error}"
+        elif node in rule.rejected:
+            result = "fail"
+            message = f"would have rejected node {node}, where the pod was bound ({of})"
+        else:
+            result = "pass"
+            message = f"accepts node {node}, where the pod was bound (it would have rejected {of})"
+        if len(message) > MESSAGE_LIMIT:
+            message = message[: MESSAGE_LIMIT - 3] + "..."
+        out.append(
+            {
+                "source": SOURCE,
+                "policy": rule.policy,
+                "rule": rule.rule,
+                "result": result,
+                "message": message,
+                "scored": True,
+                "category": "Scheduling",
+                "timestamp": stamp,
+                "properties": {
+                    "node": node,
+                    "rejectedNodes": str(would),
+                    "evaluatedNodes": str(evaluated),
+                    "errorNodes": str(len(rule.errors)),
+                    "policyVersion": finding.version,
+                },
+            }
+        )
+    return out
+
+
+def report_name(uid: str) -> str:
+    """One report per pod, named after its UID (as Kyverno names its per-resource
+    reports), with a prefix of our own so that both can report on the same pod."""
+    return f"policyext-{uid}"
+
+
+def report_body(api: ReportApi, finding: Filtered, node: str, now: float) -> Json:
+    pod_ref = {"apiVersion": "v1", "kind": "Pod", "name": finding.name, "uid": finding.uid}
+    found = results(finding, node, now)
+    summary = {key: 0 for key in ("pass", "fail", "warn", "error", "skip")}
+    for result in found:
+        summary[result["result"]] += 1
+    return {
+        "apiVersion": api.api_version,
+        "kind": api.kind,
+        "metadata": {
+            "name": report_name(finding.uid),
+            "namespace": finding.namespace,
+            "labels": {"app.kubernetes.io/managed-by": SOURCE},
+            "ownerReferences": [pod_ref],
+        },
+        "scope": {**pod_ref, "namespace": finding.namespace},
+        "summary": summary,
+        "results": found,
+    }
+
+
+class PolicyReports:
+    """The reports of one worker: `offer` from the request path's hand-over, a thread
+    that waits for each pod's binding in the node cache and writes its report."""
+
+    def __init__(
+        self,
+        api: ApiClients,
+        cluster: ClusterView,
+        policies: PolicyHolder,
+        report_api: ReportApi = POLICY_REPORT,
+        rate: float = DEFAULT_RATE,
+        burst: int = BURST,
+        queue_size: int = QUEUE_SIZE,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        start: bool = True,
+    ) -> None:
+        self.custom = api.custom
+        self.cluster = cluster
+        self.policies = policies
+        self.api = report_api
+        self.clock = clock
+        self.bucket = TokenBucket(rate, burst, clock)
+        self.pending: queue.Queue[tuple[Mapping[str, Any], Evaluation]] = queue.Queue(queue_size)
+        self.waiting: OrderedDict[str, Filtered] = OrderedDict()  # by pod UID, oldest first
+        self.written: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        # the Audit filters of the set being served, by version: what `offer` checks
+        self.audited: tuple[str, dict[str, tuple[str, ...]]] = ("", {})
+        self.available = True  # whether the last write found the report API
+        self.recheck_at = 0.0
+        self.last_error = ""
+        self.counts = dict.fromkeys(OUTCOMES, 0)  # for the metrics, read at scrape time
+        if start:  # (tests drive it with `take` and `write_ready`)
+            threading.Thread(target=self._run, name="policyext-policy-reports", daemon=True).start()
+
+    def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        """Called for every filter answer once its reply is sent: never waits, never raises.
+        Queued only when an Audit filter of the set applies to the pod."""
+        version, audited = self.audited
+        if version != ev.version:
+            audited = self._audited(ev.version)
+        if not audited:
+            return
+        for match in ev.matches:
+            if match.applies and match.policy in audited:
+                break
+        else:
+            return
+        try:
+            self.pending.put_nowait((pod, ev))
+        except queue.Full:
+            self.counts["dropped"] += 1
+
+    def _audited(self, version: str) -> dict[str, tuple[str, ...]]:
+        """The Audit filters of the set of that version (once per reload; empty while the
+        store serves another version)."""
+        policies = self.policies.current
+        if policies.version != version:
+            return {}
+        audited = audit_filters(policies)
+        self.audited = (version, audited)
+        return audited
+
+    def _run(self) -> None:
+        while True:
+            try:
+                pod, ev = self.pending.get(timeout=TICK)
+                self.take(pod, ev)
+                while True:  # what else came meanwhile, before writing
+                    pod, ev = self.pending.get_nowait()
+                    self.take(pod, ev)
+            except queue.Empty:
+                pass
+            except Exception:  # the thread must outlive anything one finding does
+                log.exception("cannot keep a filter call's audit findings for a report")
+            try:
+                self.write_ready()
+            except Exception:
+                log.exception("cannot write policy reports")
+
+    def take(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        """Keep a pod's finding until it binds (the thread's work); a newer filter call of
+        the same pod replaces the older."""
+        version, audited = self.audited
+        if version != ev.version:
+            audited = self._audited(ev.version)
+        finding = filtered(pod, ev, audited, self.clock())
+        if finding is None:
+            return
+        self.waiting.pop(finding.uid, None)
+        self.waiting[finding.uid] = finding
+        while len(self.waiting) > WAITING:
+            self.waiting.popitem(last=False)
+            self.counts["dropped"] += 1
+
+    def write_ready(self) -> None:
+        """One pass over the waiting pods: write the report of each the cache holds bound,
+        as fast as the rate allows (the rest wait for the next pass)."""
+        now = self.clock()
+        for uid, finding in list(self.waiting.items()):
+            pod = self.cluster.pod_by_uid(uid)
+            node = _node_of(pod)
+            if not node:
+                if now - finding.at > UNBOUND_AFTER:
+                    del self.waiting[uid]
+                    self.counts["unbound"] += 1
+                continue
+            if not self.available and now < self.recheck_at:
+                del self.waiting[uid]
+                self.counts["unavailable"] += 1
+                continue
+            if self.bucket.wait() > 0:
+                return  # over the rate: the next pass goes on
+            del self.waiting[uid]
+            self._write(finding, pod, node)
+
+    def _write(self, finding: Filtered, pod: Mapping[str, Any] | None, node: str) -> None:
+        if node not in finding.nodes:
+            # another worker or replica filtered the pod last, on other nodes: theirs is
+            # the report to write (kube-scheduler binds to a node its last filter call kept)
+            self.counts["superseded"] += 1
+            return
+        why = self._unverified(finding, pod)
+        if why:
+            self.counts["unverified"] += 1
+            log.warning(
+                "no policy report for the pod a filter call named, %r in %r: %s",
+                finding.name[:253],
+                finding.namespace[:63],
+                why,
+            )
+            return
+        key = (finding.uid, finding.version, node)
+        if key in self.written:
+            return
+        self.bucket.take()
+        body = report_body(self.api, finding, node, time.time())
+        try:
+            self.custom.patch_namespaced_custom_object(
+                self.api.group,
+                self.api.version,
+                finding.namespace,
+                self.api.plural,
+                body["metadata"]["name"],
+                body,
+                field_manager=FIELD_MANAGER,
+                force=True,  # ours alone: the newest finding wins
+                _content_type=APPLY,
+                _request_timeout=(CONNECT_TIMEOUT, WRITE_TIMEOUT),
+            )
+        except ApiException as e:
+            if e.status == 404 and not _about_a_namespace(e):
+                self._unavailable()
+                return
+            self._failed(finding, describe(e))
+            return
+        except Exception as e:  # the API server unreachable: the decision log has it
+            self._failed(finding, describe(e))
+            return
+        self.counts["written"] += 1
+        self.last_error = ""
+        if not self.available:
+            self.available = True
+            log.info("the API server has %s now: writing policy reports", self._resource())
+        self.written[key] = None
+        if len(self.written) > WRITTEN:
+            self.written.popitem(last=False)
+
+    def _unverified(self, finding: Filtered, pod: Mapping[str, Any] | None) -> str:
+        """Why the finding is not the cluster's pod on the cluster's nodes ("" when it is)."""
+        meta = pod.get("metadata") if pod is not None else None
+        if not isinstance(meta, Mapping):
+            return f"the cluster has no pod with UID {finding.uid[:64]!r}"
+        named = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if named != (finding.namespace, finding.name):
+            return f"the pod with UID {finding.uid[:64]!r} is {named[0]}/{named[1]}"
+        for name in finding.nodes:
+            if self.cluster.get_node(name) is None:
+                return f"node {name[:253]!r} is not in the node cache"
+        return ""
+
+    def _unavailable(self) -> None:
+        self.counts["unavailable"] += 1
+        if self.available:
+            log.warning(
+                "the API server has no %s (is its CRD installed?): no policy reports until it"
+                " has; asked again every %d s",
+                self._resource(),
+                RECHECK_AFTER,
+            )
+        self.available = False
+        self.recheck_at = self.clock() + RECHECK_AFTER
+
+    def _failed(self, finding: Filtered, why: str) -> None:
+        self.counts["failed"] += 1
+        if why != self.last_error:
+            log.warning(
+                "cannot write the policy report of pod %s/%s: %s",
+                finding.namespace,
+                finding.name,
+                why,
+            )
+        self.last_error = why
+
+    def _resource(self) -> str:
+        return f"{self.api.plural}.{self.api.group}/{self.api.version}"
+
+
+def _node_of(pod: Mapping[str, Any] | None) -> str:
+    spec = pod.get("spec") if pod is not None else None
+    return str(spec.get("nodeName") or "") if isinstance(spec, Mapping) else ""
+
+
+def _about_a_namespace(error: ApiException) -> bool:
+    """A 404 about the namespace (deleted with its pod), not about the resource type."""
+    body = error.body if isinstance(error.body, str | bytes) else b""
+    text = body.decode(errors="replace") if isinstance(body, bytes) else body
+    return '"kind":"namespaces"' in text.replace(" ", "")
