@@ -25,9 +25,11 @@ text: the pod is the cache's pod under that UID, namespace and name, and every n
 finding counts is in the node cache; the rest is counted as unverified.
 
 A cluster without the report's CRD answers the apply with a 404: that is logged once,
-`policyext_policy_reports_api_available` drops to 0, the findings are dropped (counted
-`unavailable`) and the API is tried again a minute later, so a CRD installed later is
-noticed without a restart. The report is owned by its pod (an ownerReference, without
+`policyext_policy_reports_api_available` drops to 0, and the API is tried again a minute
+later, so a CRD installed later is noticed without a restart; meanwhile the bound pods'
+findings wait as the unbound ones do (in the same bounded room, at most ten minutes, then
+dropped and counted `unavailable`), so that the pods bound just before the CRD came get
+their reports too. The report is owned by its pod (an ownerReference, without
 blockOwnerDeletion, which would need the right to delete pods): the garbage collector
 deletes it with the pod.
 """
@@ -342,31 +344,31 @@ class PolicyReports:
 
     def write_ready(self) -> None:
         """One pass over the waiting pods: write the report of each the cache holds bound,
-        as fast as the rate allows (the rest wait for the next pass)."""
+        as fast as the rate allows (the rest wait for the next pass). While the API server
+        has no report CRD the bound pods wait too, for as long as an unbound one may."""
         now = self.clock()
         for uid, finding in list(self.waiting.items()):
             pod = self.cluster.pod_by_uid(uid)
             node = _node_of(pod)
-            if not node:
-                if now - finding.at > UNBOUND_AFTER:
-                    del self.waiting[uid]
-                    self.counts["unbound"] += 1
-                continue
-            if not self.available and now < self.recheck_at:
+            if (not node or not self.available) and now - finding.at > UNBOUND_AFTER:
                 del self.waiting[uid]
-                self.counts["unavailable"] += 1
+                self.counts["unbound" if not node else "unavailable"] += 1
+                continue
+            if not node or (not self.available and now < self.recheck_at):
                 continue
             if self.bucket.wait() > 0:
                 return  # over the rate: the next pass goes on
-            del self.waiting[uid]
-            self._write(finding, pod, node)
+            if self._write(finding, pod, node):
+                del self.waiting[uid]
 
-    def _write(self, finding: Filtered, pod: Mapping[str, Any] | None, node: str) -> None:
+    def _write(self, finding: Filtered, pod: Mapping[str, Any] | None, node: str) -> bool:
+        """Write the finding's report; False when the API server has no report CRD (the
+        finding is kept for when it has)."""
         if node not in finding.nodes:
             # another worker or replica filtered the pod last, on other nodes: theirs is
             # the report to write (kube-scheduler binds to a node its last filter call kept)
             self.counts["superseded"] += 1
-            return
+            return True
         why = self._unverified(finding, pod)
         if why:
             self.counts["unverified"] += 1
@@ -376,10 +378,10 @@ class PolicyReports:
                 finding.namespace[:63],
                 why,
             )
-            return
+            return True
         key = (finding.uid, finding.version, node)
         if key in self.written:
-            return
+            return True
         self.bucket.take()
         body = report_body(self.api, finding, node, time.time())
         try:
@@ -398,12 +400,12 @@ class PolicyReports:
         except ApiException as e:
             if e.status == 404 and not _about_a_namespace(e):
                 self._unavailable()
-                return
+                return False
             self._failed(finding, describe(e))
-            return
+            return True
         except Exception as e:  # the API server unreachable: the decision log has it
             self._failed(finding, describe(e))
-            return
+            return True
         self.counts["written"] += 1
         self.last_error = ""
         if not self.available:
@@ -412,6 +414,7 @@ class PolicyReports:
         self.written[key] = None
         if len(self.written) > WRITTEN:
             self.written.popitem(last=False)
+        return True
 
     def _unverified(self, finding: Filtered, pod: Mapping[str, Any] | None) -> str:
         """Why the finding is not the cluster's pod on the cluster's nodes ("" when it is)."""
@@ -427,7 +430,6 @@ class PolicyReports:
         return ""
 
     def _unavailable(self) -> None:
-        self.counts["unavailable"] += 1
         if self.available:
             log.warning(
                 "the API server has no %s (is its CRD installed?): no policy reports until it"

@@ -173,7 +173,7 @@ class PolicyReportsCollector(Collector):
             " failed (the API server refused or was unreachable), dropped (over the queue or"
             " the waiting room), unverified (not the cluster's pod or nodes), unbound (never"
             " bound), superseded (filtered last by another worker), unavailable (the API"
-            " server has no report CRD).",
+            " server had no report CRD for as long as a finding may wait).",
             labels=["result"],
         )
         for result, count in sorted(self.source.counts.items()):

@@ -307,7 +307,7 @@ def test_writes_keep_to_the_rate_and_the_rest_wait_for_the_next_pass() -> None:
     assert len(custom.calls) == 3
 
 
-def test_a_cluster_without_the_crd_gets_one_log_line_and_is_asked_again_later(
+def test_a_cluster_without_the_crd_gets_one_log_line_and_its_pods_reports_once_it_has_one(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     reports, source, custom, clock = _writer(_policies(ROLLOUT))
@@ -318,18 +318,32 @@ def test_a_cluster_without_the_crd_gets_one_log_line_and_is_asked_again_later(
         source.apply("pods", "ADDED", _bound(pod, "plain-a"))
     with caplog.at_level(logging.INFO, "policyext.cluster.reports"):
         reports.write_ready()
-        assert len(custom.calls) == 1  # the others are not even tried
-        assert reports.counts["unavailable"] == 5 and not reports.available
-        custom.missing = False  # the CRD is installed
-        pod = {"metadata": {"name": "web-9", "namespace": "shop", "uid": "u-9"}, "spec": {}}
-        _filter(reports, pod)
-        source.apply("pods", "ADDED", _bound(pod, "plain-a"))
-        clock.now += RECHECK_AFTER
+        clock.now += RECHECK_AFTER / 2
         reports.write_ready()
-    assert reports.available and reports.counts["written"] == 1
+        assert len(custom.calls) == 1  # the others are not even tried before the recheck
+        assert not reports.available and len(reports.waiting) == 5
+        custom.missing = False  # the CRD is installed
+        clock.now += RECHECK_AFTER / 2
+        reports.write_ready()
+    assert reports.available and reports.counts["written"] == 5
+    assert {name for _, name in custom.objects} == {f"policyext-u-{i}" for i in range(5)}
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "policyreports.wgpolicyk8s.io" in warnings[0].getMessage()
     assert any("now" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
+
+
+def test_the_findings_of_bound_pods_wait_for_the_crd_no_longer_than_an_unbound_pod(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reports, source, custom, clock = _writer(_policies(ROLLOUT))
+    custom.missing = True
+    _filter(reports)
+    source.apply("pods", "ADDED", _bound(POD, "plain-a"))
+    reports.write_ready()
+    clock.now += UNBOUND_AFTER + 1
+    reports.write_ready()
+    assert (reports.waiting, reports.counts["unavailable"]) == ({}, 1)
+    assert len(custom.calls) == 1
 
 
 def test_the_metrics_say_what_became_of_the_reports_and_whether_the_api_is_there() -> None:
@@ -341,6 +355,6 @@ def test_the_metrics_say_what_became_of_the_reports_and_whether_the_api_is_there
     source.apply("pods", "ADDED", _bound(POD, "plain-a"))
     reports.write_ready()
     text = metrics.render()[0].decode()
-    assert 'policyext_policy_reports_total{result="unavailable"} 1.0' in text
+    assert 'policyext_policy_reports_total{result="unavailable"} 0.0' in text
     assert 'policyext_policy_reports_total{result="written"} 0.0' in text
     assert "policyext_policy_reports_api_available 0.0" in text

@@ -1,0 +1,206 @@
+"""`python -m bench.reports_burst`: what policy reports (`--reports`) cost the API server
+during a burst of pods, and whether they slow scheduling.
+
+One real control plane (the e2e harness's etcd and kube-apiserver, no controller manager),
+fake Nodes (30 % spot), a policy with an Audit filter that applies to every pod (so every
+pod gets a report), and per round two runs on the same cluster, reports off and on, in
+alternating order: each run creates its pods while its kube-scheduler is stopped, starts it
+(kube-scheduler binds; policyext filters and scores), times the bindings as a watch sees
+them, then waits until the extender has written every report (reports on). Between the
+start and that point it counts the API server's requests by resource and verb (its own
+/metrics, `apiserver_request_total`) and the CPU seconds of kube-apiserver, etcd and the
+extender. Prints a Markdown table; docs/operations.md ("Policy reports") quotes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from bench.report import describe_machine
+from bench.throughput import (
+    CLIENT_CONNECTION,
+    BindWatch,
+    cpu_seconds,
+    create_nodes,
+    create_pods,
+)
+from tests.e2e.binaries import ensure_binaries
+from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient
+from tests.e2e.extender import Extender, eventually, scheduler_config
+from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
+from tests.e2e.reports import grant_report_rights, install_report_crd
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+AUDIT_POLICY = """\
+apiVersion: policyext.io/v1alpha1
+kind: SchedulingPolicy
+metadata:
+  name: rollout
+spec:
+  filters:
+    - name: no-spot-nodes
+      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
+      mode: Audit
+"""
+SAMPLE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def request_counts(admin: KubeClient) -> Counter[str]:
+    """apiserver_request_total by `verb resource[/subresource]`, from the API server."""
+    text = str(admin.request("GET", "/metrics", accept="text/plain").get("message", ""))
+    counts: Counter[str] = Counter()
+    for line in text.splitlines():
+        found = SAMPLE.match(line)
+        if found is None:
+            continue
+        labels = dict(LABEL.findall(found["labels"]))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        counts[f"{labels.get('verb', '')} {resource or '(none)'}"] += int(float(found["value"]))
+    return counts
+
+
+def run_once(
+    plane: ControlPlane,
+    admin: KubeClient,
+    kubeconfig: Path,
+    rules: Path,
+    reports: bool,
+    pods: int,
+    run: int,
+) -> dict[str, object]:
+    label = "on" if reports else "off"
+    args = ["--audit-events-per-second", "0"] + (["--reports"] if reports else [])
+    extender = Extender(plane, kubeconfig, [rules], name=f"policyext-reports-{run}", args=args)
+    extender.start()
+    scheduler_name = f"reports-{label}-{run}"
+    namespace = f"{scheduler_name}-{int(time.time())}"
+    admin.create_namespace(namespace)
+    document = yaml.safe_load(scheduler_config(extender.url, scheduler_name, bind=False))
+    document["clientConnection"] = dict(CLIENT_CONNECTION)
+    create_pods(admin, namespace, scheduler_name, pods)
+    watch = BindWatch(admin, namespace)
+    watch.start()
+    groups = {
+        "kube-apiserver": plane.components["kube-apiserver"].process,
+        "etcd": plane.components["etcd"].process,
+        "extender": extender.component.process,
+    }
+    pids = {name: p.pid for name, p in groups.items() if p is not None}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    requests_before = request_counts(admin)
+    started = time.monotonic()
+    plane.start_scheduler(yaml.safe_dump(document), name=scheduler_name)
+    try:
+        if not watch.wait(pods, 600):
+            raise SystemExit(f"{label}: only {len(watch.bound)} of {pods} pods bound in time")
+        bound = time.monotonic()
+        if reports:
+            eventually(
+                lambda: (
+                    (extender.metric("policyext_policy_reports_total", {"result": "written"}))
+                    == pods
+                ),
+                timeout=600,
+                interval=0.5,
+            )
+        done = time.monotonic()
+        cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+        requests = request_counts(admin)
+        requests.subtract(requests_before)
+    finally:
+        watch.stop()
+        plane.stop_component(scheduler_name)
+        extender.stop()
+    times = sorted(watch.bound.values())
+    admin.request(
+        "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": "0"}
+    )
+    return {
+        "reports": label,
+        "pods per second": (pods - 1) / (times[-1] - times[0]),
+        "seconds to bind all": bound - started,
+        "seconds to the last report": done - started if reports else None,
+        "cpu": {name: round(value, 2) for name, value in cpu.items()},
+        "requests": {k: v for k, v in requests.items() if v > 0},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--pods", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=2)
+    options = parser.parse_args(argv)
+    binaries = ensure_binaries()
+    with tempfile.TemporaryDirectory(prefix="policyext-reports-") as folder:
+        work = Path(folder)
+        rules = work / "rules"
+        rules.mkdir()
+        (rules / "rollout.yaml").write_text(AUDIT_POLICY)
+        with ControlPlane(binaries, work / "plane") as plane:
+            admin = plane.client()
+            grant_extender_rbac(admin)
+            install_report_crd(admin)
+            grant_report_rights(admin)
+            wait_until_granted(plane.client(POLICYEXT))
+            kubeconfig = plane.write_kubeconfig(POLICYEXT, work / "policyext.kubeconfig")
+            create_nodes(admin, options.nodes)
+            results = []
+            for round_ in range(options.rounds):
+                order = (False, True) if round_ % 2 == 0 else (True, False)
+                for reports in order:
+                    result = run_once(
+                        plane, admin, kubeconfig, rules, reports, options.pods, len(results)
+                    )
+                    results.append(result)
+                    print(result, file=sys.stderr, flush=True)
+    print(render(results, options, describe_machine()))
+    return 0
+
+
+def render(results: list[dict[str, object]], options: argparse.Namespace, machine: object) -> str:
+    lines = [
+        f"{options.pods} pods on {options.nodes} nodes, {options.rounds} rounds, reports off and"
+        f" on alternating; machine: {machine}",
+        "",
+        "| run | reports | pods/s (first to last binding) | s to bind all | s to the last report"
+        " | CPU s: kube-apiserver, etcd, extender | API requests (all) | of them, report applies |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(results):
+        cpu = r["cpu"]
+        requests = r["requests"]
+        assert isinstance(cpu, dict) and isinstance(requests, dict)
+        applies = sum(v for k, v in requests.items() if k.endswith("policyreports"))
+        last = r["seconds to the last report"]
+        lines.append(
+            f"| {i + 1} | {r['reports']} | {r['pods per second']:.1f} "
+            f"| {r['seconds to bind all']:.1f} | {'' if last is None else f'{last:.1f}'} "
+            f"| {cpu.get('kube-apiserver', 0):.1f}, {cpu.get('etcd', 0):.1f}, "
+            f"{cpu.get('extender', 0):.1f} | {sum(requests.values())} | {applies} |"
+        )
+    lines.append("")
+    lines.append("Requests by verb and resource, per run:")
+    lines.append("")
+    for i, r in enumerate(results):
+        requests = r["requests"]
+        assert isinstance(requests, dict)
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(requests.items(), key=lambda kv: -kv[1]))
+        lines.append(f"- run {i + 1} (reports {r['reports']}): {shown}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
