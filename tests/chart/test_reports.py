@@ -4,21 +4,27 @@ the report CRD it can install, structural and declaring every field the extender
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 import pytest
+from prometheus_client import CollectorRegistry
 
 from policyext.cluster.policy_reports import (
     OPEN_REPORT,
+    OUTCOMES,
     POLICY_REPORT,
     Filtered,
     ReportApi,
     RuleFinding,
     report_body,
 )
+from policyext.server.metrics import Metrics
 from tests.chart.chart import CHART, FULLNAME, Chart, HelmError
+from tests.chart.promqlbin import CheckerUnavailable, check, ensure_checker
+from tests.unavailable import skip_or_fail
 
 Json = dict[str, Any]
 ON = ["reports.enabled=true"]
@@ -148,3 +154,43 @@ def test_the_crd_is_no_file_of_crds_so_that_a_value_decides() -> None:
     assert sorted(p.name for p in (CHART / "crds").iterdir()) == [
         "schedulingpolicies.policyext.io.yaml"
     ]
+
+
+REPORT_ALERTS = {"PolicyextReportCrdMissing", "PolicyextReportsFailing"}
+
+
+def _report_rules(chart: Chart, *sets: str) -> list[Json]:
+    rendered = chart.render([CHART / "ci" / "scheduler-observability-values.yaml"], list(sets))
+    found = [
+        o for o in rendered.all("PrometheusRule") if o["metadata"]["name"].endswith("-reports")
+    ]
+    return [rule for o in found for group in o["spec"]["groups"] for rule in group["rules"]]
+
+
+def test_the_report_alerts_come_with_reports_and_read_what_the_extender_exports(
+    chart: Chart,
+) -> None:
+    assert _report_rules(chart) == []
+    rules = _report_rules(chart, *ON)
+    assert {r["alert"] for r in rules} == REPORT_ALERTS
+    readme = (CHART / "README.md").read_text()
+    assert all(f"| {alert} |" in readme for alert in REPORT_ALERTS)
+
+    class Writer:
+        counts = dict.fromkeys(OUTCOMES, 1)
+        available = False
+
+    metrics = Metrics(CollectorRegistry())
+    metrics.watch_policy_reports(Writer())
+    exported = metrics.render()[0].decode()
+    for rule in rules:
+        for name in re.findall(r"\bpolicyext_[a-z_]+", rule["expr"]):
+            assert re.search(rf"^{name}[{{ ]", exported, re.MULTILINE), name
+    assert 'result="failed"' in exported and 'result="dropped"' in exported
+    try:
+        ensure_checker()
+    except CheckerUnavailable as reason:
+        skip_or_fail(str(reason))
+    accepted = check([str(r["expr"]) for r in rules])
+    assert accepted.returncode == 0, accepted.stdout
+    assert accepted.stdout.count("ok ") == len(REPORT_ALERTS)
