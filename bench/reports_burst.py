@@ -10,12 +10,16 @@ them, then waits until the extender has written every report (reports on). Betwe
 start and that point it counts the API server's requests by resource and verb (its own
 /metrics, `apiserver_request_total`) and the CPU seconds of kube-apiserver, etcd and the
 extender. Prints a Markdown table; docs/operations.md ("Policy reports") quotes it.
+
+`--offer` measures instead, in process, what reports add to a filter call (the hand-over
+after the reply is sent: `PolicyReports.offer`) against the evaluation it follows.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -106,15 +110,10 @@ def run_once(
         if not watch.wait(pods, 600):
             raise SystemExit(f"{label}: only {len(watch.bound)} of {pods} pods bound in time")
         bound = time.monotonic()
+        outcomes: dict[str, float] = {}
         if reports:
-            eventually(
-                lambda: (
-                    (extender.metric("policyext_policy_reports_total", {"result": "written"}))
-                    == pods
-                ),
-                timeout=600,
-                interval=0.5,
-            )
+            # every bound pod's finding has come to an end: written, or dropped and counted
+            eventually(lambda: sum(_outcomes(extender, outcomes).values()) >= pods, 600, 0.5)
         done = time.monotonic()
         cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         requests = request_counts(admin)
@@ -134,7 +133,63 @@ def run_once(
         "seconds to the last report": done - started if reports else None,
         "cpu": {name: round(value, 2) for name, value in cpu.items()},
         "requests": {k: v for k, v in requests.items() if v > 0},
+        "reports written": outcomes.get("written"),
+        "reports dropped": outcomes.get("dropped"),
     }
+
+
+def _outcomes(extender: Extender, into: dict[str, float]) -> dict[str, float]:
+    """The extender's policyext_policy_reports_total by result (kept in `into`)."""
+    for result in ("written", "failed", "dropped", "unverified", "superseded", "unavailable"):
+        into[result] = extender.metric("policyext_policy_reports_total", {"result": result}) or 0
+    return into
+
+
+def measure_offer(nodes: int = 500, offers: int = 20_000) -> str:
+    """`offer` for a pod an Audit filter applies to (queued), for one none applies to (the
+    early return), and the filter evaluation of `nodes` nodes, in one process."""
+    from bench.audit_events import POLICY
+    from bench.audit_events import _nodes as audit_nodes
+    from policyext.cluster.cache import ClusterSource
+    from policyext.cluster.policy_reports import PolicyReports
+    from policyext.policy import PolicySet, evaluate, load_policy_texts
+    from tests.cluster.fake_core import fake_api
+
+    manifests = audit_nodes()[:nodes]
+    pod = {"metadata": {"name": "web", "namespace": "shop", "uid": "u-1"}, "spec": {}}
+
+    class Holder:
+        def __init__(self, policies: PolicySet) -> None:
+            self.current = policies
+
+    def per_offer(policy: str) -> float:
+        policies = load_policy_texts({"rollout.yaml": policy})
+        ev = evaluate(policies, pod, manifests, scores=False)
+        writer = PolicyReports(
+            fake_api(), ClusterSource(fake_api()), Holder(policies), start=False, queue_size=offers
+        )
+        started = time.perf_counter()
+        for _ in range(offers):
+            writer.offer(pod, ev)
+        return (time.perf_counter() - started) / offers
+
+    queued = per_offer(POLICY)
+    skipped = per_offer(POLICY.replace("mode: Audit", "mode: Enforce"))
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+    evaluations = []
+    for _ in range(30):
+        started = time.perf_counter()
+        evaluate(policies, pod, manifests, scores=False)
+        evaluations.append(time.perf_counter() - started)
+    return (
+        f"offer, an Audit filter applies (queued): {queued * 1e6:.2f} us; offer, none applies:"
+        f" {skipped * 1e6:.2f} us; the filter evaluation of {len(manifests)} nodes:"
+        f" {statistics.median(evaluations) * 1e3:.2f} ms (median)"
+    )
+
+
+def _count(value: object) -> str:
+    return "" if not isinstance(value, float | int) else f"{value:.0f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,7 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--offer", action="store_true", help="only what offer costs, in process")
     options = parser.parse_args(argv)
+    if options.offer:
+        print(measure_offer())
+        return 0
     binaries = ensure_binaries()
     with tempfile.TemporaryDirectory(prefix="policyext-reports-") as folder:
         work = Path(folder)
@@ -176,8 +235,9 @@ def render(results: list[dict[str, object]], options: argparse.Namespace, machin
         f" on alternating; machine: {machine}",
         "",
         "| run | reports | pods/s (first to last binding) | s to bind all | s to the last report"
-        " | CPU s: kube-apiserver, etcd, extender | API requests (all) | of them, report applies |",
-        "|---|---|---|---|---|---|---|---|",
+        " | CPU s: kube-apiserver, etcd, extender | API requests (all) | of them, report applies"
+        " | reports written, dropped |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(results):
         cpu = r["cpu"]
@@ -189,7 +249,8 @@ def render(results: list[dict[str, object]], options: argparse.Namespace, machin
             f"| {i + 1} | {r['reports']} | {r['pods per second']:.1f} "
             f"| {r['seconds to bind all']:.1f} | {'' if last is None else f'{last:.1f}'} "
             f"| {cpu.get('kube-apiserver', 0):.1f}, {cpu.get('etcd', 0):.1f}, "
-            f"{cpu.get('extender', 0):.1f} | {sum(requests.values())} | {applies} |"
+            f"{cpu.get('extender', 0):.1f} | {sum(requests.values())} | {applies} "
+            f"| {_count(r['reports written'])}, {_count(r['reports dropped'])} |"
         )
     lines.append("")
     lines.append("Requests by verb and resource, per run:")

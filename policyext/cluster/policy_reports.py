@@ -41,7 +41,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -131,7 +131,9 @@ class Filtered:
     name: str
     uid: str
     version: str
-    nodes: tuple[str, ...]  # the nodes evaluated
+    # the nodes evaluated: the evaluation's own list, not a copy (thousands of names, for
+    # each of up to WAITING pods; nothing changes it once the reply is made)
+    nodes: Sequence[str]
     rules: tuple[RuleFinding, ...]
     at: float  # when it was offered (the thread's clock)
 
@@ -165,7 +167,7 @@ def filtered(
         str(meta["name"]),
         str(meta["uid"]),
         ev.version,
-        tuple(names),
+        names,
         tuple(
             RuleFinding(p, r, frozenset(rejected.get((p, r), ())), errors.get((p, r), {}))
             for p, r in sorted(rules)
@@ -315,17 +317,29 @@ class PolicyReports:
             try:
                 pod, ev = self.pending.get(timeout=TICK)
                 self.take(pod, ev)
-                while True:  # what else came meanwhile, before writing
-                    pod, ev = self.pending.get_nowait()
-                    self.take(pod, ev)
             except queue.Empty:
                 pass
             except Exception:  # the thread must outlive anything one finding does
                 log.exception("cannot keep a filter call's audit findings for a report")
             try:
+                self.drain()
                 self.write_ready()
             except Exception:
                 log.exception("cannot write policy reports")
+
+    def drain(self) -> None:
+        """Take what the queue holds now. Called between two writes too: a write waits for
+        the API server (tens of milliseconds when it is busy with a burst of pods), and the
+        filter calls of the burst must not find the queue full meanwhile."""
+        for _ in range(self.pending.maxsize or QUEUE_SIZE):
+            try:
+                pod, ev = self.pending.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.take(pod, ev)
+            except Exception:  # one finding's trouble is not the others'
+                log.exception("cannot keep a filter call's audit findings for a report")
 
     def take(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
         """Keep a pod's finding until it binds (the thread's work); a newer filter call of
@@ -358,8 +372,9 @@ class PolicyReports:
                 continue
             if self.bucket.wait() > 0:
                 return  # over the rate: the next pass goes on
-            if self._write(finding, pod, node):
+            if self._write(finding, pod, node) and self.waiting.get(uid) is finding:
                 del self.waiting[uid]
+            self.drain()
 
     def _write(self, finding: Filtered, pod: Mapping[str, Any] | None, node: str) -> bool:
         """Write the finding's report; False when the API server has no report CRD (the

@@ -358,3 +358,38 @@ def test_the_metrics_say_what_became_of_the_reports_and_whether_the_api_is_there
     assert 'policyext_policy_reports_total{result="unavailable"} 0.0' in text
     assert 'policyext_policy_reports_total{result="written"} 0.0' in text
     assert "policyext_policy_reports_api_available 0.0" in text
+
+
+def test_filter_calls_arriving_during_slow_writes_are_taken_between_them_not_dropped() -> None:
+    """A write waits for the API server; the burst's filter calls keep coming meanwhile.
+    The queue is emptied between two writes, so it never fills while writes go on."""
+    policies = _policies(ROLLOUT)
+    source = ClusterSource(fake_api())
+    source.replace("nodes", [_node(n) for n in NODES])
+    source.replace("pods", [])
+    arrivals = iter(range(100, 200))
+
+    class SlowReports(FakeReports):
+        def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Json:
+            for _ in range(3):  # three filter calls while this write waits
+                i = next(arrivals)
+                pod = {"metadata": {"name": f"w-{i}", "namespace": "shop", "uid": f"u-{i}"}}
+                pod["spec"] = {}
+                writer.offer(pod, evaluate(policies, pod, [_node(n) for n in NODES], scores=False))
+            return super().patch_namespaced_custom_object(*args, **kwargs)
+
+    class Store:
+        current = policies
+
+    custom = SlowReports()
+    writer = PolicyReports(
+        fake_api(custom=custom), source, Store(), rate=1000, queue_size=4, start=False
+    )
+    for i in range(10):
+        pod = {"metadata": {"name": f"web-{i}", "namespace": "shop", "uid": f"u-{i}"}, "spec": {}}
+        _filter(writer, pod)
+        source.apply("pods", "ADDED", _bound(pod, "plain-a"))
+    writer.write_ready()
+    assert len(custom.calls) == 10
+    assert writer.counts["dropped"] == 0
+    assert len(writer.waiting) == 30  # the 30 calls that came during the writes, kept
