@@ -9,7 +9,9 @@ alternating order: each run creates its pods while its kube-scheduler is stopped
 them, then waits until the extender has written every report (reports on). Between the
 start and that point it counts the API server's requests by resource and verb (its own
 /metrics, `apiserver_request_total`) and the CPU seconds of kube-apiserver, etcd and the
-extender. Prints a Markdown table; docs/operations.md ("Policy reports") quotes it.
+extender, up to the last binding and, after it, per second (reports on: until the last
+report; off: the same processes idle for 30 s, the baseline). Prints a Markdown table;
+docs/operations.md ("Policy reports") quotes it.
 
 `--offer` measures instead, in process, what reports add to a filter call (the hand-over
 after the reply is sent: `PolicyReports.offer`) against the evaluation it follows.
@@ -55,6 +57,7 @@ spec:
       expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
       mode: Audit
 """
+IDLE_SECONDS = 30
 SAMPLE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 
@@ -110,12 +113,16 @@ def run_once(
         if not watch.wait(pods, 600):
             raise SystemExit(f"{label}: only {len(watch.bound)} of {pods} pods bound in time")
         bound = time.monotonic()
+        cpu_bound = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         outcomes: dict[str, float] = {}
         if reports:
             # every bound pod's finding has come to an end: written, or dropped and counted
             eventually(lambda: sum(_outcomes(extender, outcomes).values()) >= pods, 600, 0.5)
+        else:  # the same processes idle for a while: what the tail of an `on` run costs anyway
+            time.sleep(IDLE_SECONDS)
         done = time.monotonic()
         cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+        tail = {name: cpu[name] - cpu_bound[name] for name in cpu}
         requests = request_counts(admin)
         requests.subtract(requests_before)
     finally:
@@ -131,7 +138,9 @@ def run_once(
         "pods per second": (pods - 1) / (times[-1] - times[0]),
         "seconds to bind all": bound - started,
         "seconds to the last report": done - started if reports else None,
-        "cpu": {name: round(value, 2) for name, value in cpu.items()},
+        "cpu": {name: round(value, 2) for name, value in cpu_bound.items()},
+        # after the last binding: per second (idle, reports off; writing them, on)
+        "cpu after, per second": {name: value / (done - bound) for name, value in tail.items()},
         "requests": {k: v for k, v in requests.items() if v > 0},
         "reports written": outcomes.get("written"),
         "reports dropped": outcomes.get("dropped"),
@@ -188,6 +197,13 @@ def measure_offer(nodes: int = 500, offers: int = 20_000) -> str:
     )
 
 
+def _per_second(cpu: object) -> str:
+    assert isinstance(cpu, dict)
+    return ", ".join(
+        f"{cpu.get(name, 0) * 1e3:.0f}" for name in ("kube-apiserver", "etcd", "extender")
+    )
+
+
 def _count(value: object) -> str:
     return "" if not isinstance(value, float | int) else f"{value:.0f}"
 
@@ -235,9 +251,10 @@ def render(results: list[dict[str, object]], options: argparse.Namespace, machin
         f" on alternating; machine: {machine}",
         "",
         "| run | reports | pods/s (first to last binding) | s to bind all | s to the last report"
-        " | CPU s: kube-apiserver, etcd, extender | API requests (all) | of them, report applies"
+        " | CPU s to the last binding: kube-apiserver, etcd, extender"
+        " | after it, CPU ms a second: the same | API requests (all) | of them, report applies"
         " | reports written, dropped |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(results):
         cpu = r["cpu"]
@@ -249,7 +266,8 @@ def render(results: list[dict[str, object]], options: argparse.Namespace, machin
             f"| {i + 1} | {r['reports']} | {r['pods per second']:.1f} "
             f"| {r['seconds to bind all']:.1f} | {'' if last is None else f'{last:.1f}'} "
             f"| {cpu.get('kube-apiserver', 0):.1f}, {cpu.get('etcd', 0):.1f}, "
-            f"{cpu.get('extender', 0):.1f} | {sum(requests.values())} | {applies} "
+            f"{cpu.get('extender', 0):.1f} | {_per_second(r['cpu after, per second'])} "
+            f"| {sum(requests.values())} | {applies} "
             f"| {_count(r['reports written'])}, {_count(r['reports dropped'])} |"
         )
     lines.append("")

@@ -400,7 +400,7 @@ class PolicyReports:
         self.bucket.take()
         body = report_body(self.api, finding, node, time.time())
         try:
-            self.custom.patch_namespaced_custom_object(
+            response: Any = self.custom.patch_namespaced_custom_object(
                 self.api.group,
                 self.api.version,
                 finding.namespace,
@@ -411,7 +411,13 @@ class PolicyReports:
                 force=True,  # ours alone: the newest finding wins
                 _content_type=APPLY,
                 _request_timeout=(CONNECT_TIMEOUT, WRITE_TIMEOUT),
+                # the object written comes back: read, never decoded (nothing looks at it)
+                _preload_content=False,
             )
+            try:
+                response.data  # noqa: B018 - read whole, so that the connection is reused
+            finally:
+                response.release_conn()
         except ApiException as e:
             if e.status == 404 and not _about_a_namespace(e):
                 self._unavailable()

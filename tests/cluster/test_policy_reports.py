@@ -98,6 +98,17 @@ def _bound(pod: Json, node: str) -> Json:
     return bound
 
 
+class _Raw:
+    """An undecoded answer (`_preload_content=False`), as urllib3 gives it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.released = False
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
 @dataclass
 class FakeReports:
     """The report API of an API server: a server-side apply creates or replaces the object
@@ -119,9 +130,11 @@ class FakeReports:
         field_manager: str,
         force: bool,
         _content_type: str,
+        _preload_content: bool = True,
         **_: Any,
-    ) -> Json:
+    ) -> _Raw:
         assert _content_type == "application/apply-patch+yaml" and force
+        assert not _preload_content  # the written object is not decoded
         assert field_manager == "policyext"
         self.calls.append((group, version, plural, name))
         if self.missing:
@@ -132,7 +145,7 @@ class FakeReports:
             raise error
         assert body["metadata"]["name"] == name and body["metadata"]["namespace"] == namespace
         self.objects[(namespace, name)] = copy.deepcopy(body)
-        return body
+        return _Raw(json.dumps(body).encode())
 
 
 class _Clock:
@@ -370,7 +383,7 @@ def test_filter_calls_arriving_during_slow_writes_are_taken_between_them_not_dro
     arrivals = iter(range(100, 200))
 
     class SlowReports(FakeReports):
-        def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Json:
+        def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> _Raw:
             for _ in range(3):  # three filter calls while this write waits
                 i = next(arrivals)
                 pod = {"metadata": {"name": f"w-{i}", "namespace": "shop", "uid": f"u-{i}"}}
