@@ -23,8 +23,9 @@ from policyext.cluster.audit_events import AuditEvents
 from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_clients
-from policyext.cluster.policy_reports import REPORT_APIS, PolicyReports
+from policyext.cluster.policy_reports import PolicyReports
 from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.report_body import REPORT_APIS
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
 from policyext.cluster.rules_dir import DirectoryWatcher

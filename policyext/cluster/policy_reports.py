@@ -1,8 +1,7 @@
-"""Policy reports: for each pod that Audit filter rules apply to, once it is bound, one
-report scoped to the pod (`wgpolicyk8s.io/v1alpha2` PolicyReport, or `openreports.io/
-v1alpha1` Report) with one result per Audit rule: `fail` when the rule would have rejected
-the node the pod was bound to, `pass` when not, `error` when it could not be evaluated on
-that node. Policy Reporter and `kubectl get polr` read them as they read Kyverno's.
+"""Policy reports, written: for each pod that Audit filter rules apply to, once it is
+bound, one report scoped to the pod with one result per Audit rule about the node it was
+bound to (what it says: report_body.py). Policy Reporter and `kubectl get polr` read them
+as they read Kyverno's.
 
 A result is about the node the pod is on, so a report is written once the binding is
 known, and it is learnt from the node cache (cluster/cache.py), not from /bind: the pod
@@ -15,7 +14,8 @@ for the audit Events (cluster/audit_events.py), only when an Audit filter of the
 applies to the pod; a thread per worker keeps the last finding of each pod by UID, and at
 every tick writes those whose pod the cache now holds bound, at most `rate` a second (with
 a burst), each by one server-side apply (field manager `policyext`: created or updated in
-one call, whichever worker or replica writes it). A pod filtered several times before it
+one call, whichever worker or replica writes it), and empties the queue between two writes
+(each waits for the API server). A pod filtered several times before it
 binds gets one report, from its last filter call. What the queue cannot hold, what waits
 longer than the waiting room allows, and the pods never bound (deleted while pending) are
 dropped and counted; the decision log and the metrics still have every finding.
@@ -41,14 +41,21 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
 from policyext.cluster.audit_events import ClusterView, TokenBucket
 from policyext.cluster.client import ApiClients
+from policyext.cluster.report_body import (
+    POLICY_REPORT,
+    Filtered,
+    ReportApi,
+    audit_filters,
+    filtered,
+    report_body,
+)
 from policyext.cluster.watch import CONNECT_TIMEOUT, describe
 from policyext.policy import Evaluation, PolicySet
 
@@ -56,7 +63,6 @@ log = logging.getLogger("policyext.cluster.reports")
 
 Json = dict[str, Any]
 
-SOURCE: Final = "policyext"
 FIELD_MANAGER: Final = "policyext"
 APPLY: Final = "application/apply-patch+yaml"
 WRITE_TIMEOUT: Final = 10.0
@@ -68,7 +74,6 @@ UNBOUND_AFTER: Final = 600.0  # seconds: a pod not bound by then is forgotten
 RECHECK_AFTER: Final = 60.0  # seconds: the report API asked again after a 404
 TICK: Final = 0.5  # seconds between the thread's looks at the cache
 WRITTEN: Final = 10_000  # reports already written, so a late offer does not write again
-MESSAGE_LIMIT: Final = 1024
 OUTCOMES: Final = (
     "written",
     "failed",
@@ -80,173 +85,11 @@ OUTCOMES: Final = (
 )
 
 
-class ReportApi(NamedTuple):
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-
-POLICY_REPORT: Final = ReportApi("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport")
-OPEN_REPORT: Final = ReportApi("openreports.io", "v1alpha1", "reports", "Report")
-REPORT_APIS: Final = {api.api_version: api for api in (POLICY_REPORT, OPEN_REPORT)}
-
-
 class PolicyHolder(Protocol):
     """Where the policy set being served is read (store.PolicyStore)."""
 
     @property
     def current(self) -> PolicySet: ...
-
-
-def audit_filters(policies: PolicySet) -> dict[str, tuple[str, ...]]:
-    """Policy name -> the names of its Audit filter rules (policies without one left out)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for policy in policies.policies:
-        names = tuple(f.rule.name for f in policy.filters if f.rule.mode == "Audit")
-        if names:
-            out[policy.name] = names
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class RuleFinding:
-    """What one Audit filter rule said of the nodes of one filter call."""
-
-    policy: str
-    rule: str
-    rejected: frozenset[str]  # the nodes it would have rejected
-    errors: Mapping[str, str]  # node -> why it could not be evaluated there
-
-
-@dataclass(frozen=True, slots=True)
-class Filtered:
-    """A pod's last filter call that Audit filters applied to, kept until it binds."""
-
-    namespace: str
-    name: str
-    uid: str
-    version: str
-    # the nodes evaluated: the evaluation's own list, not a copy (thousands of names, for
-    # each of up to WAITING pods; nothing changes it once the reply is made)
-    nodes: Sequence[str]
-    rules: tuple[RuleFinding, ...]
-    at: float  # when it was offered (the thread's clock)
-
-
-def filtered(
-    pod: Mapping[str, Any],
-    ev: Evaluation,
-    audited: Mapping[str, tuple[str, ...]],
-    at: float,
-) -> Filtered | None:
-    """The finding of a filter evaluation for a report: every Audit filter rule of the
-    policies that apply to the pod; None when none applies or the pod has no UID."""
-    meta = pod.get("metadata")
-    if not isinstance(meta, Mapping) or not meta.get("uid") or not meta.get("name"):
-        return None
-    applied = (m.policy for m in ev.matches if m.applies)
-    rules = [(policy, rule) for policy in applied for rule in audited.get(policy, ())]
-    if not rules:
-        return None
-    rejected: dict[tuple[str, str], set[str]] = {}
-    errors: dict[tuple[str, str], dict[str, str]] = {}
-    names = ev.names
-    for i, verdict in ev.own.items():  # Audit would-rejects are always a node's own
-        for r in verdict.audits:
-            if r.error is None:
-                rejected.setdefault((r.policy, r.rule), set()).add(names[i])
-            else:
-                errors.setdefault((r.policy, r.rule), {})[names[i]] = r.error
-    return Filtered(
-        str(meta.get("namespace") or "default"),
-        str(meta["name"]),
-        str(meta["uid"]),
-        ev.version,
-        names,
-        tuple(
-            RuleFinding(p, r, frozenset(rejected.get((p, r), ())), errors.get((p, r), {}))
-            for p, r in sorted(rules)
-        ),
-        at,
-    )
-
-
-def _nodes(count: int) -> str:
-    return f"{count} node" if count == 1 else f"{count} nodes"
-
-
-def results(finding: Filtered, node: str, now: float) -> list[Json]:
-    """One result per Audit rule, about `node`, where the pod was bound."""
-    evaluated = len(finding.nodes)
-    stamp = {"seconds": int(now), "nanos": 0}
-    out: list[Json] = []
-    for rule in finding.rules:
-        would = len(rule.rejected)
-        of = f"{_nodes(would)} of the {_nodes(evaluated)} evaluated"
-        error = rule.errors.get(node)
-        if error is not None:
-            result = "error"
-            message = f"could not be evaluated on node {node}, where the pod was bound: {error}"
-        elif node in rule.rejected:
-            result = "fail"
-            message = f"would have rejected node {node}, where the pod was bound ({of})"
-        else:
-            result = "pass"
-            message = f"accepts node {node}, where the pod was bound (it would have rejected {of})"
-        if len(message) > MESSAGE_LIMIT:
-            message = message[: MESSAGE_LIMIT - 3] + "..."
-        out.append(
-            {
-                "source": SOURCE,
-                "policy": rule.policy,
-                "rule": rule.rule,
-                "result": result,
-                "message": message,
-                "scored": True,
-                "category": "Scheduling",
-                "timestamp": stamp,
-                "properties": {
-                    "node": node,
-                    "rejectedNodes": str(would),
-                    "evaluatedNodes": str(evaluated),
-                    "errorNodes": str(len(rule.errors)),
-                    "policyVersion": finding.version,
-                },
-            }
-        )
-    return out
-
-
-def report_name(uid: str) -> str:
-    """One report per pod, named after its UID (as Kyverno names its per-resource
-    reports), with a prefix of our own so that both can report on the same pod."""
-    return f"policyext-{uid}"
-
-
-def report_body(api: ReportApi, finding: Filtered, node: str, now: float) -> Json:
-    pod_ref = {"apiVersion": "v1", "kind": "Pod", "name": finding.name, "uid": finding.uid}
-    found = results(finding, node, now)
-    summary = {key: 0 for key in ("pass", "fail", "warn", "error", "skip")}
-    for result in found:
-        summary[result["result"]] += 1
-    return {
-        "apiVersion": api.api_version,
-        "kind": api.kind,
-        "metadata": {
-            "name": report_name(finding.uid),
-            "namespace": finding.namespace,
-            "labels": {"app.kubernetes.io/managed-by": SOURCE},
-            "ownerReferences": [pod_ref],
-        },
-        "scope": {**pod_ref, "namespace": finding.namespace},
-        "summary": summary,
-        "results": found,
-    }
 
 
 class PolicyReports:

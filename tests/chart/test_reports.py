@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 from prometheus_client import CollectorRegistry
 
-from policyext.cluster.policy_reports import (
+from policyext.cluster.policy_reports import OUTCOMES
+from policyext.cluster.report_body import (
     OPEN_REPORT,
-    OUTCOMES,
     POLICY_REPORT,
     Filtered,
     ReportApi,

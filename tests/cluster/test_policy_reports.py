@@ -1,4 +1,4 @@
-"""What a policy report on a pod says, when it is written (once the node cache holds the pod
+"""What a policy report on a pod says (cluster/report_body.py), when it is written (once the node cache holds the pod
 bound), that only the cluster's pods and nodes get one, and what a cluster without the
 report CRD gets (against a stand-in for the API server; the reports themselves are tested
 against the real one: tests/e2e/test_policy_reports.py)."""
@@ -15,13 +15,11 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.policy_reports import (
+from policyext.cluster.policy_reports import RECHECK_AFTER, UNBOUND_AFTER, PolicyReports
+from policyext.cluster.report_body import (
     OPEN_REPORT,
     POLICY_REPORT,
-    RECHECK_AFTER,
     REPORT_APIS,
-    UNBOUND_AFTER,
-    PolicyReports,
     ReportApi,
     audit_filters,
     filtered,
