@@ -15,7 +15,10 @@ applies to the pod; a thread per worker keeps the last finding of each pod by UI
 every tick writes those whose pod the cache now holds bound, at most `rate` a second (with
 a burst), each by one server-side apply (field manager `policyext`: created or updated in
 one call, whichever worker or replica writes it), and empties the queue between two writes
-(each waits for the API server). A pod filtered several times before it
+(each waits for the API server). During a burst of pods (more a second than the reports'
+rate) it writes nothing: a write holds the worker's interpreter for a few milliseconds,
+which the filter calls on kube-scheduler's path would wait for; the writes resume a second
+after the burst, or once half the waiting room is taken. A pod filtered several times before it
 binds gets one report, from its last filter call. What the queue cannot hold, what waits
 longer than the waiting room allows, and the pods never bound (deleted while pending) are
 dropped and counted; the decision log and the metrics still have every finding.
@@ -67,12 +70,13 @@ FIELD_MANAGER: Final = "policyext"
 APPLY: Final = "application/apply-patch+yaml"
 WRITE_TIMEOUT: Final = 10.0
 DEFAULT_RATE: Final = 10.0  # reports a second, per worker
-BURST: Final = 50
+BURST: Final = 10  # a small start: the first writes come during the burst of bindings
 QUEUE_SIZE: Final = 512  # filter answers waiting for the thread
 WAITING: Final = 2048  # pods filtered and not yet bound (or not yet written), per worker
 UNBOUND_AFTER: Final = 600.0  # seconds: a pod not bound by then is forgotten
 RECHECK_AFTER: Final = 60.0  # seconds: the report API asked again after a 404
 TICK: Final = 0.5  # seconds between the thread's looks at the cache
+BUSY_FOR: Final = 1.0  # seconds the writes wait after a second of more pods than the rate
 WRITTEN: Final = 10_000  # reports already written, so a late offer does not write again
 OUTCOMES: Final = (
     "written",
@@ -124,6 +128,8 @@ class PolicyReports:
         self.recheck_at = 0.0
         self.last_error = ""
         self.counts = dict.fromkeys(OUTCOMES, 0)  # for the metrics, read at scrape time
+        self.second, self.kept = 0.0, 0  # filter calls kept in the current second
+        self.busy_until = 0.0  # the writes wait for a burst of pods until then
         if start:  # (tests drive it with `take` and `write_ready`)
             threading.Thread(target=self._run, name="policyext-policy-reports", daemon=True).start()
 
@@ -190,9 +196,15 @@ class PolicyReports:
         version, audited = self.audited
         if version != ev.version:
             audited = self._audited(ev.version)
-        finding = filtered(pod, ev, audited, self.clock())
+        now = self.clock()
+        finding = filtered(pod, ev, audited, now)
         if finding is None:
             return
+        if now - self.second >= 1.0:  # filter calls kept in the current second
+            self.second, self.kept = now, 0
+        self.kept += 1
+        if self.kept > self.bucket.rate:  # a burst of pods: the writes wait for its end
+            self.busy_until = now + BUSY_FOR
         self.waiting.pop(finding.uid, None)
         self.waiting[finding.uid] = finding
         while len(self.waiting) > WAITING:
@@ -205,6 +217,8 @@ class PolicyReports:
         has no report CRD the bound pods wait too, for as long as an unbound one may."""
         now = self.clock()
         for uid, finding in list(self.waiting.items()):
+            if self._yielding():
+                return
             pod = self.cluster.pod_by_uid(uid)
             node = _node_of(pod)
             if (not node or not self.available) and now - finding.at > UNBOUND_AFTER:
@@ -218,6 +232,13 @@ class PolicyReports:
             if self._write(finding, pod, node) and self.waiting.get(uid) is finding:
                 del self.waiting[uid]
             self.drain()
+
+    def _yielding(self) -> bool:
+        """Whether the writes wait: while pods come faster than the reports' rate (a burst),
+        each write would take the worker's interpreter from the filter calls for a few
+        milliseconds, on kube-scheduler's path; they wait until a second after the burst,
+        or until half the waiting room is taken."""
+        return self.clock() < self.busy_until and len(self.waiting) < WAITING // 2
 
     def _write(self, finding: Filtered, pod: Mapping[str, Any] | None, node: str) -> bool:
         """Write the finding's report; False when the API server has no report CRD (the

@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from policyext.cluster import policy_reports
 from policyext.cluster.cache import ClusterSource
-from policyext.cluster.policy_reports import RECHECK_AFTER, UNBOUND_AFTER, PolicyReports
+from policyext.cluster.policy_reports import (
+    BUSY_FOR,
+    RECHECK_AFTER,
+    UNBOUND_AFTER,
+    PolicyReports,
+)
 from policyext.cluster.report_body import (
     OPEN_REPORT,
     POLICY_REPORT,
@@ -306,16 +312,49 @@ def test_a_node_the_cache_does_not_hold_makes_the_finding_unverified() -> None:
 
 def test_writes_keep_to_the_rate_and_the_rest_wait_for_the_next_pass() -> None:
     reports, source, custom, clock = _writer(_policies(ROLLOUT), rate=1)
-    reports.bucket.tokens = 2.0  # a burst of two
-    for i in range(4):
+    for i in range(4):  # one pod a second: no burst
         pod = {"metadata": {"name": f"web-{i}", "namespace": "shop", "uid": f"u-{i}"}, "spec": {}}
         _filter(reports, pod)
         source.apply("pods", "ADDED", _bound(pod, "plain-a"))
+        clock.now += 1.0
+    reports.bucket.tokens, reports.bucket.at = 2.0, clock.now  # two writes' worth
     reports.write_ready()
     assert len(custom.calls) == 2 and len(reports.waiting) == 2
     clock.now += 1
     reports.write_ready()
     assert len(custom.calls) == 3
+
+
+def _burst(reports: PolicyReports, source: ClusterSource, pods: int) -> None:
+    """`pods` bound pods filtered within one second."""
+    for i in range(pods):
+        pod = {"metadata": {"name": f"web-{i}", "namespace": "shop", "uid": f"u-{i}"}, "spec": {}}
+        _filter(reports, pod)
+        source.apply("pods", "ADDED", _bound(pod, "plain-a"))
+
+
+def test_during_a_burst_of_pods_faster_than_the_rate_nothing_is_written_until_it_ends() -> None:
+    reports, source, custom, clock = _writer(_policies(ROLLOUT), rate=2)
+    _burst(reports, source, 5)
+    reports.write_ready()
+    assert custom.calls == []  # the filter calls of the burst have the interpreter
+    clock.now += BUSY_FOR
+    reports.write_ready()
+    assert len(custom.calls) == 5  # (the bucket's first burst)
+
+
+def test_a_long_burst_still_gets_its_reports_once_half_the_waiting_room_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(policy_reports, "WAITING", 8)
+    reports, source, custom, _ = _writer(_policies(ROLLOUT), rate=2)
+    _burst(reports, source, 3)
+    reports.write_ready()
+    assert custom.calls == []
+    _burst(reports, source, 5)  # (the same first three again, and two more)
+    reports.write_ready()
+    assert len(custom.calls) == 2  # down to below half the room: the writes wait again
+    assert len(reports.waiting) == 3
 
 
 def test_a_cluster_without_the_crd_gets_one_log_line_and_its_pods_reports_once_it_has_one(
