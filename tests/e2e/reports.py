@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import yaml
 
+from policyext.cluster.report_body import POLICY_REPORT, REPORT_APIS, ReportApi
 from tests.chart.helmbin import ensure_helm
 from tests.e2e.controlplane import POLICYEXT, ApiError, KubeClient
 from tests.e2e.extender import eventually
@@ -22,8 +23,8 @@ REPORTS: Final = "/apis/wgpolicyk8s.io/v1alpha2"
 REPORTS_ROLE: Final = "policyext-reports"
 
 
-def chart_report_crd() -> Json:
-    """The chart's report CRD (reports.installCRD), as helm renders it."""
+def chart_report_crd(api: str = POLICY_REPORT.api_version) -> Json:
+    """The chart's report CRD (reports.installCRD) of `api`, as helm renders it."""
     done = subprocess.run(
         [str(ensure_helm()), "template", "e2e", str(CHART), "--namespace", "e2e"]
         + [
@@ -32,6 +33,7 @@ def chart_report_crd() -> Json:
                 "policies.allowEmpty=true",
                 "reports.enabled=true",
                 "reports.installCRD=true",
+                f"reports.api={api}",
             )
             for arg in ("--set", item)
         ],
@@ -61,22 +63,23 @@ def exists(admin: KubeClient, path: str) -> bool:
     return True
 
 
-def install_report_crd(admin: KubeClient) -> None:
-    """The chart's report CRD, created if missing, Established and served."""
+def install_report_crd(admin: KubeClient, api: str = POLICY_REPORT.api_version) -> None:
+    """The chart's report CRD of `api`, created if missing, Established and served."""
+    report = REPORT_APIS[api]
     try:
-        admin.create(CRDS, chart_report_crd())
+        admin.create(CRDS, chart_report_crd(api))
     except ApiError as e:
         if e.status != 409:
             raise
-    admin.wait_for(f"{CRDS}/{CRD_NAME}", _established)
+    admin.wait_for(f"{CRDS}/{report.plural}.{report.group}", _established)
     # the API server serves a new resource a moment after it is Established (429 until its
     # storage is ready)
-    eventually(lambda: _served(admin), timeout=120)
+    eventually(lambda: _served(admin, report), timeout=120)
 
 
-def _served(admin: KubeClient) -> bool:
+def _served(admin: KubeClient, report: ReportApi) -> bool:
     try:
-        admin.get(f"{REPORTS}/policyreports")
+        admin.get(f"/apis/{report.api_version}/{report.plural}")
     except ApiError:
         return False
     return True
@@ -93,20 +96,31 @@ def remove_report_crd(admin: KubeClient) -> None:
     eventually(lambda: not exists(admin, f"{CRDS}/{CRD_NAME}"), timeout=120)
 
 
-def grant_report_rights(admin: KubeClient, user: str = POLICYEXT) -> None:
-    """The chart's ClusterRole of the reports, bound to `user` (beside the extender's own)."""
-    rules = chart_rbac("reports.enabled=true")[("ClusterRole", "e2e-policyext-reports")]
+def grant_report_rights(
+    admin: KubeClient, user: str = POLICYEXT, api: str = POLICY_REPORT.api_version
+) -> None:
+    """The chart's ClusterRole of the reports of `api`, bound to `user` (beside the
+    extender's own), as `policyext-reports` (or `policyext-reports-<group>` for another
+    API than the default)."""
+    rules = chart_rbac("reports.enabled=true", f"reports.api={api}")[
+        ("ClusterRole", "e2e-policyext-reports")
+    ]
+    name = (
+        REPORTS_ROLE
+        if api == POLICY_REPORT.api_version
+        else f"{REPORTS_ROLE}-{api.split('/', maxsplit=1)[0]}"
+    )
     binding = {
-        "metadata": {"name": REPORTS_ROLE},
+        "metadata": {"name": name},
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
-            "name": REPORTS_ROLE,
+            "name": name,
         },
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     }
     for collection, body in (
-        (f"{RBAC_API}/clusterroles", {"metadata": {"name": REPORTS_ROLE}, "rules": rules}),
+        (f"{RBAC_API}/clusterroles", {"metadata": {"name": name}, "rules": rules}),
         (f"{RBAC_API}/clusterrolebindings", binding),
     ):
         try:

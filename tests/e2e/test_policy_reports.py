@@ -3,7 +3,8 @@ report CRD the chart ships, applied; pods scheduled by kube-scheduler with polic
 extender (kube-scheduler binding them itself: the extender learns the binding from its pod
 watch); one PolicyReport per pod that Audit filters apply to, with `fail`, `pass` and
 `error` as the pod's node deserves; the report deleted with its pod by the garbage
-collector; and, first, what a cluster without the CRD gets.
+collector; and, first, what a cluster without the CRD gets; last, the same as an
+openreports.io Report (`--reports-api`).
 
 The extender runs with exactly the chart's rights: its ClusterRole and the reports'."""
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from policyext.cluster.report_body import OPEN_REPORT
 from tests.e2e.binaries import BuildError, ensure_controller_manager
 from tests.e2e.controlplane import (
     ADMIN,
@@ -248,3 +250,71 @@ def test_the_report_is_deleted_with_its_pod(
 
     eventually(lambda: _report(admin, namespace, uid) is None, timeout=180)
     assert garbage_collector.running()
+
+
+OPEN_SCHEDULER = "policy-open-reports"
+
+
+@pytest.fixture(scope="module")
+def open_reports_extender(
+    control_plane: ControlPlane, report_rights: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Extender]:
+    """An extender writing openreports.io Reports, with the chart's rights and CRD for them."""
+    admin = control_plane.client()
+    install_report_crd(admin, OPEN_REPORT.api_version)
+    grant_report_rights(admin, api=OPEN_REPORT.api_version)
+    wait_until_granted(control_plane.client(POLICYEXT))
+    rules = tmp_path_factory.mktemp("open-report-rules")
+    (rules / "rollout.yaml").write_text(ROLLOUT)
+    (rules / "placement.yaml").write_text(PLACEMENT)
+    server = Extender(
+        control_plane,
+        report_rights,
+        [rules],
+        name="policyext-open-reports",
+        args=["--reports", "--reports-api", OPEN_REPORT.api_version],
+    )
+    server.start()
+    try:
+        config = scheduler_config(server.url, OPEN_SCHEDULER, bind=False)
+        control_plane.start_scheduler(config, name=OPEN_SCHEDULER)
+        yield server
+    finally:
+        if OPEN_SCHEDULER in control_plane.components:
+            control_plane.stop_component(OPEN_SCHEDULER)
+        server.stop()
+
+
+def test_with_the_openreports_api_the_pod_gets_a_report_of_that_api(
+    admin: KubeClient, namespace: str, open_reports_extender: Extender
+) -> None:
+    spot, _ = _nodes(admin, uuid.uuid4().hex[:6])
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/pods",
+        pod(
+            "open-spot", scheduler_name=OPEN_SCHEDULER, labels={"audited": "true", "wants": "spot"}
+        ),
+    )
+    bound = admin.wait_for(
+        f"/api/v1/namespaces/{namespace}/pods/open-spot", lambda p: bool(p["spec"].get("nodeName"))
+    )
+    uid = bound["metadata"]["uid"]
+    path = f"/apis/{OPEN_REPORT.api_version}/namespaces/{namespace}/reports/policyext-{uid}"
+
+    report = eventually(lambda: _get(admin, path))
+
+    assert (report["apiVersion"], report["kind"]) == (OPEN_REPORT.api_version, "Report")
+    assert {r["rule"]: r["result"] for r in report["results"]} == {
+        "no-spot-nodes": "fail",
+        "zone-a-only": "pass",
+    }
+    assert report["scope"]["uid"] == uid and bound["spec"]["nodeName"] == spot
+
+
+def _get(admin: KubeClient, path: str) -> Json | None:
+    try:
+        return admin.get(path)
+    except ApiError as e:
+        if e.status == 404:
+            return None
+        raise
