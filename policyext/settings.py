@@ -38,6 +38,9 @@ BUFFERED_BODIES = 4
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_REQUEST_DEADLINE = 3.0
 DEFAULT_AUDIT_EVENTS_PER_SECOND = 5.0
+# policy reports (cluster/policy_reports.py, repeated here as the other defaults are)
+REPORT_APIS = ("wgpolicyk8s.io/v1alpha2", "openreports.io/v1alpha1")
+DEFAULT_REPORTS_PER_SECOND = 10.0
 # server/transport/worker.py READ_TIMEOUT
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_BIND = "0.0.0.0:8888"
@@ -94,6 +97,10 @@ class Settings:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     # Events on pods about Audit findings, per worker and second (0: none); needs a cluster
     audit_events_per_second: float = DEFAULT_AUDIT_EVENTS_PER_SECOND
+    # a policy report per bound pod that Audit filters apply to; needs a cluster
+    reports: bool = False
+    reports_api: str = REPORT_APIS[0]
+    reports_per_second: float = DEFAULT_REPORTS_PER_SECOND
     # /bind binds (kube-scheduler's bindVerb); without it /bind binds nothing and says why
     bind_verb: bool = False
     # the spec.schedulerName of the pods /bind may bind (those of other schedulers: never)
@@ -133,6 +140,7 @@ class Settings:
                 f"--audit-events-per-second must be 0 or more, got {self.audit_events_per_second}",
                 usage=True,
             )
+        self._check_reports()
         if not self.scheduler_names or not all(n.strip() for n in self.scheduler_names):
             raise SettingsError(
                 f"--scheduler-name must name at least one scheduler; got {self.scheduler_names!r}",
@@ -184,6 +192,20 @@ class Settings:
                 raise SettingsError(
                     "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
                 )
+
+    def _check_reports(self) -> None:
+        if self.reports_api not in REPORT_APIS:
+            raise SettingsError(
+                f"--reports-api must be one of {', '.join(REPORT_APIS)}, got {self.reports_api!r}",
+                usage=True,
+            )
+        if not 0 < self.reports_per_second < float("inf"):
+            raise SettingsError(
+                f"--reports-per-second must be more than 0, got {self.reports_per_second}",
+                usage=True,
+            )
+        if self.reports and not self.connected:
+            raise SettingsError("--reports needs --kubeconfig or --in-cluster", usage=True)
 
     def _check_ops_bind(self, address: str) -> None:
         host, sep, port = address.rpartition(":")

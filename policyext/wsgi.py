@@ -12,7 +12,7 @@ import gc
 import logging
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask
@@ -25,17 +25,20 @@ from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import api_clients
 from policyext.cluster.listing import configmap_rule_texts
+from policyext.cluster.policy_reports import PolicyReports
 from policyext.cluster.policy_sources import PolicySources
+from policyext.cluster.report_body import REPORT_APIS
 from policyext.cluster.rules_configmap import ConfigMapWatch, PolicyEvents
 from policyext.cluster.rules_crd import PolicyObjectsWatch
 from policyext.cluster.rules_dir import DirectoryWatcher
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.cluster.status_writer import StatusWriter
-from policyext.policy import LiveNodeSource, PolicySet
+from policyext.policy import Evaluation, LiveNodeSource, PolicySet
 from policyext.server.admission import create_webhook_app
 from policyext.server.app import Binder, Options, create_app
 from policyext.server.decisions import DecisionLines
 from policyext.server.draining import DrainFlag, DrainingArbiter
+from policyext.server.entrance import AuditSink
 from policyext.server.metrics import Metrics
 from policyext.server.tls import TLSContexts, TLSFiles
 from policyext.server.transport.worker import OPS_MAX_CONNECTIONS, JsonErrorWorker
@@ -79,7 +82,7 @@ def build_app(settings: Settings) -> Flask:
         source = SnapshotSource.from_file(settings.snapshot)
         log.info("node source: %s (%d nodes)", settings.snapshot, len(source.nodes))
     binder: Binder | None = None
-    audits: AuditEvents | None = None
+    audits: AuditSink | None = None
     api = api_clients(settings.cluster)
     if api is not None:
         # per worker, after the fork: threads and connections do not survive one
@@ -88,9 +91,24 @@ def build_app(settings: Settings) -> Flask:
         metrics.watch_caches(live)
         source = live
         binder = ClusterBinder(api, live)
+        sinks: list[AuditSink] = []
         if settings.audit_events_per_second > 0:
-            audits = AuditEvents(api, live, socket.gethostname(), settings.audit_events_per_second)
-            metrics.watch_audit_events(audits)
+            recorder = AuditEvents(
+                api, live, socket.gethostname(), settings.audit_events_per_second
+            )
+            metrics.watch_audit_events(recorder)
+            sinks.append(recorder)
+        if settings.reports:
+            reports = PolicyReports(
+                api,
+                live,
+                store,
+                REPORT_APIS[settings.reports_api],
+                settings.reports_per_second,
+            )
+            metrics.watch_policy_reports(reports)
+            sinks.append(reports)
+        audits = sinks[0] if len(sinks) == 1 else Sinks(sinks) if sinks else None
         log.info("node source: the cluster (%s)", settings.kubeconfig or "in-cluster")
     configmap = settings.configmap  # Settings guarantees a cluster connection with it
     events = PolicyEvents(api, socket.gethostname()) if configmap and api is not None else None
@@ -159,6 +177,18 @@ def _replica_alive(pods: ClusterSource, namespace: str) -> Callable[[str], bool 
         return pods.pod(namespace, replica) is not None
 
     return alive
+
+
+class Sinks:
+    """Several places a filter answer's Audit findings go (the Events and the reports),
+    offered in turn: each `offer` returns at once."""
+
+    def __init__(self, sinks: list[AuditSink]) -> None:
+        self.sinks = tuple(sinks)
+
+    def offer(self, pod: Mapping[str, Any], ev: Evaluation) -> None:
+        for sink in self.sinks:
+            sink.offer(pod, ev)
 
 
 def _reloaded(metrics: Metrics, status: ReloadStatus, serving: PolicySet) -> None:

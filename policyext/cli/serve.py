@@ -33,9 +33,11 @@ from policyext.settings import (
     DEFAULT_MAX_BODY_CONNECTED,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_READ_TIMEOUT,
+    DEFAULT_REPORTS_PER_SECOND,
     DEFAULT_REQUEST_DEADLINE,
     DEFAULT_SCHEDULER_NAMES,
     DEFAULT_SHUTDOWN_DELAY,
+    REPORT_APIS,
     Settings,
     SettingsError,
     number,
@@ -191,6 +193,27 @@ def register(commands: Commands) -> None:
         help="with a cluster: Events on pods an Audit filter would have kept off nodes, at "
         "most N a second per worker (0: none)",
     )
+    parser.add_argument(
+        "--reports",
+        action="store_true",
+        default=_env_true("POLICYEXT_REPORTS"),
+        help="with a cluster: a policy report on each bound pod that Audit filters apply to, "
+        "one result per Audit rule about the pod's node [env POLICYEXT_REPORTS]",
+    )
+    _env_flag(
+        parser,
+        "--reports-api",
+        REPORT_APIS[0],
+        metavar="API",
+        help=f"with --reports: the reports' API, {' or '.join(REPORT_APIS)}",
+    )
+    _env_flag(
+        parser,
+        "--reports-per-second",
+        f"{DEFAULT_REPORTS_PER_SECOND:g}",
+        metavar="N",
+        help="with --reports: at most N reports written a second per worker",
+    )
     _env_flag(
         parser,
         "--shutdown-delay",
@@ -256,6 +279,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         request_deadline=seconds(args.request_deadline, "--request-deadline"),
         read_timeout=seconds(args.read_timeout, "--read-timeout"),
         audit_events_per_second=number(args.audit_events_per_second, "--audit-events-per-second"),
+        reports=bool(args.reports),
+        reports_api=args.reports_api,
+        reports_per_second=number(args.reports_per_second, "--reports-per-second"),
         bind_verb=bool(args.bind_verb),
         scheduler_names=_scheduler_names(args.scheduler_name),
         shutdown_delay=number(args.shutdown_delay, "--shutdown-delay"),

@@ -149,6 +149,43 @@ class AuditEventsCollector(Collector):
         yield family
 
 
+class PolicyReportCounts(Protocol):
+    """What a policy report writer did (cluster.policy_reports)."""
+
+    @property
+    def counts(self) -> Mapping[str, int]: ...
+
+    @property
+    def available(self) -> bool: ...
+
+
+class PolicyReportsCollector(Collector):
+    """policyext_policy_reports_total and policyext_policy_reports_api_available, read
+    from the writer at scrape time (per worker)."""
+
+    def __init__(self, source: PolicyReportCounts) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "policyext_policy_reports",
+            "Bound pods' Audit findings, by what became of their policy report: written,"
+            " failed (the API server refused or was unreachable), dropped (over the queue or"
+            " the waiting room), unverified (not the cluster's pod or nodes), unbound (never"
+            " bound), superseded (filtered last by another worker), unavailable (the API"
+            " server had no report CRD for as long as a finding may wait).",
+            labels=["result"],
+        )
+        for result, count in sorted(self.source.counts.items()):
+            family.add_metric([result], count)
+        yield family
+        yield GaugeMetricFamily(
+            "policyext_policy_reports_api_available",
+            "0 while the API server has no report CRD (its last write answered 404), else 1.",
+            value=1.0 if self.source.available else 0.0,
+        )
+
+
 class Metrics:
     """The server's metrics. One instance per process; `render()` serves /metrics."""
 
@@ -298,6 +335,7 @@ class Metrics:
         self._version = ""
         self._caches: CacheCollector | None = None
         self._audit_events: AuditEventsCollector | None = None
+        self._reports: PolicyReportsCollector | None = None
         # labelled series by their labels: prometheus_client takes a lock and checks the
         # labels on every labels() call, and the same few series are counted on every request
         self._series: dict[tuple[object, ...], Any] = {}
@@ -319,6 +357,11 @@ class Metrics:
         """Report an Event recorder's counts at every scrape."""
         self._audit_events = AuditEventsCollector(source)
         self.registry.register(self._audit_events)
+
+    def watch_policy_reports(self, source: PolicyReportCounts) -> None:
+        """Report a policy report writer's counts at every scrape."""
+        self._reports = PolicyReportsCollector(source)
+        self.registry.register(self._reports)
 
     def _child(self, family: Any, *labels: str) -> Any:
         key = (id(family), *labels)
@@ -410,5 +453,7 @@ class Metrics:
                 registry.register(self._caches)
             if self._audit_events is not None:
                 registry.register(self._audit_events)
+            if self._reports is not None:
+                registry.register(self._reports)
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -286,6 +286,47 @@ def _version_ldflags(version: str) -> list[str]:
     ]
 
 
+CONTROLLER_MANAGER = "kube-controller-manager"
+
+
+def ensure_controller_manager() -> Path:
+    """kube-controller-manager of the same release (the reports' test runs its garbage
+    collector), built once beside the three binaries: the cached folder gains a file and
+    nothing in it is replaced, so the others never rebuild for it."""
+    folder = cache_root() / version_key()
+    binary = folder / CONTROLLER_MANAGER
+    if os.access(binary, os.X_OK):
+        return binary
+    ensure_binaries()
+    if go_available() is None:
+        raise BuildError("the `go` command is not on PATH: cannot build kube-controller-manager")
+    with _locked(cache_root() / f"{version_key()}-{CONTROLLER_MANAGER}.lock"):
+        if os.access(binary, os.X_OK):
+            return binary
+        staging = Path(tempfile.mkdtemp(prefix=f".{CONTROLLER_MANAGER}.", dir=cache_root()))
+        try:
+            log_path = cache_root() / f"{version_key()}-{CONTROLLER_MANAGER}.build.log"
+            with log_path.open("w") as sink:
+                builder = _Builder(staging, sink)
+                replaces = _staging_replacements(builder._kubernetes_gomod())
+                module = builder._module(
+                    "kubernetes", {"k8s.io/kubernetes": KUBERNETES_VERSION}, replaces
+                )
+                package = f"k8s.io/kubernetes/cmd/{CONTROLLER_MANAGER}"
+                builder._go(
+                    module, f"fetch modules for {CONTROLLER_MANAGER}", *_fetch_args(package)
+                )
+                built = builder.bin / CONTROLLER_MANAGER
+                ldflags = _version_ldflags(KUBERNETES_VERSION)
+                builder._go(
+                    module, f"build {CONTROLLER_MANAGER}", *_build_args(built, package, ldflags)
+                )
+            os.rename(built, binary)  # whole, or not there at all
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return binary
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m tests.e2e.binaries`: build (or find) the binaries and print their folder."""
     del argv
