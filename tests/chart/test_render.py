@@ -505,6 +505,8 @@ def test_the_ci_values_files_cover_every_mode_and_option() -> None:
         "policies.watch",
         "policies.crd",
         "prometheusRule.enabled",
+        "reports.enabled",
+        "reports.installCRD",
     } <= flags
 
 
