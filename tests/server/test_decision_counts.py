@@ -2,7 +2,8 @@
 each rule rejected (whether the node's rejection is shared with the others a rule rejects
 or, after an Audit finding or an error, a verdict of the node's own), every node an Audit
 rule would have rejected with the first ten of them named, and every evaluation error,
-whatever the rule's failurePolicy made of it.
+whatever the rule's failurePolicy made of it; and a pod left without a feasible node only
+when every node was rejected.
 
 Sixteen nodes, n00 to n15, and six filters, each with its own nodes (two at least, so
 that a count that stops at one is seen), and a score rule that fails on some (counted
@@ -179,3 +180,24 @@ def test_a_prioritize_call_counts_the_errors_of_a_score_rule(server: ExtenderSer
     assert record["errors"] == 2
     metric = "policyext_rule_errors_total"
     assert after.value(metric, labels) - before.value(metric, labels) == 2
+
+
+def test_a_filter_that_keeps_some_node_counts_no_pod_without_a_feasible_node(
+    call: tuple[dict[str, Any], dict[str, Any], Scrape, Scrape],
+) -> None:
+    _, _, before, after = call
+    metric = "policyext_pods_without_feasible_node_total"
+    assert after.value(metric) - before.value(metric) == 0
+
+
+def test_a_filter_that_rejects_every_node_counts_one_pod_without_a_feasible_node(
+    server: ExtenderServer,
+) -> None:
+    name = f"counts-{uuid.uuid4().hex[:8]}"
+    metric = "policyext_pods_without_feasible_node_total"
+    before = Scrape(server.get("/metrics").body.decode())
+    reply = server.post_json("/filter", args_with_nodes(pod(name, "shop"), NODES[8:]))
+    assert reply.json()["Nodes"]["items"] == []
+    assert _decision(server, name)["feasible"] == 0
+    after = Scrape(server.get("/metrics").body.decode())
+    assert after.value(metric) - before.value(metric) == 1
