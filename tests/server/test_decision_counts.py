@@ -3,7 +3,8 @@ each rule rejected (whether the node's rejection is shared with the others a rul
 or, after an Audit finding or an error, a verdict of the node's own), every node an Audit
 rule would have rejected with the first ten of them named, and every evaluation error,
 whatever the rule's failurePolicy made of it; and a pod left without a feasible node only
-when every node was rejected.
+when every node was rejected. Last, a prioritize naming a node the server does not know,
+whose other nodes' scores are then looked up by name.
 
 Sixteen nodes, n00 to n15, and six filters, each with its own nodes (two at least, so
 that a count that stops at one is seen), and a score rule that fails on some (counted
@@ -31,7 +32,7 @@ import pytest
 
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
-from tests.server.kube import args_with_nodes, node, pod
+from tests.server.kube import args_with_names, args_with_nodes, node, pod
 from tests.server.metrics_scrape import Scrape
 
 COUNTS: Final = """\
@@ -201,3 +202,20 @@ def test_a_filter_that_rejects_every_node_counts_one_pod_without_a_feasible_node
     assert _decision(server, name)["feasible"] == 0
     after = Scrape(server.get("/metrics").body.decode())
     assert after.value(metric) - before.value(metric) == 1
+
+
+def test_a_prioritize_naming_a_node_the_server_does_not_know_scores_the_others_as_without_it(
+    demo_server: ExtenderServer,
+) -> None:
+    """The request's names are then not the evaluation's: the scores are looked up by name
+    (Evaluation.final_scores), and the unknown node gets 0."""
+    known = ["general-a", "payments-b", "gpu-a"]
+    critical = pod(f"counts-{uuid.uuid4().hex[:8]}", "shop", labels={"tier": "critical"})
+
+    def scores(names: list[str]) -> dict[str, int]:
+        reply = demo_server.post_json("/prioritize", args_with_names(critical, names)).json()
+        return {entry["Host"]: entry["Score"] for entry in reply}
+
+    alone = scores(known)
+    assert any(alone.values())  # (else a reply of zeros would pass)
+    assert scores([*known[:1], "no-such-node", *known[1:]]) == {**alone, "no-such-node": 0}
