@@ -8,10 +8,8 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Final
 
-# far beyond any answer on a busy machine: the calls guarded answer in milliseconds
-GENEROUS: Final = 60.0
+from tests.waiting import PATIENCE
 
 
 class Hang(BaseException):
@@ -19,7 +17,7 @@ class Hang(BaseException):
 
 
 @contextmanager
-def hang_guard(seconds: float = GENEROUS) -> Iterator[None]:
+def hang_guard(seconds: float = PATIENCE) -> Iterator[None]:
     def on_alarm(signum: int, frame: FrameType | None) -> None:
         raise Hang(f"no answer within {seconds} s")
 

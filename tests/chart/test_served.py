@@ -28,12 +28,12 @@ from tests.server.harness import (
     CLUSTER,
     REPO,
     RULES,
-    START_TIMEOUT,
     clean_environment,
     free_port,
     policyext_command,
 )
 from tests.unavailable import skip_or_fail
+from tests.waiting import PATIENCE
 
 TLS_DIR = "/etc/policyext/tls"
 REFUSED = "refused in the TLS handshake"
@@ -157,7 +157,7 @@ def served(chart: Chart, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
     )
     served = Served(f"https://127.0.0.1:{verbs}", f"https://127.0.0.1:{ops}", folder)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + PATIENCE
         while _status(f"{served.ops}/readyz", served.context()) != 200:
             assert process.poll() is None, (folder / "stderr.log").read_text()
             assert time.monotonic() < deadline, "the extender never became ready"

@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from tests.e2e.controlplane import PATIENCE, Component, ControlPlane, free_port
-from tests.e2e.extender import Extender, eventually, scheduler_config
+from tests.e2e.controlplane import Component, ControlPlane, free_port
+from tests.e2e.extender import Extender, scheduler_config
 from tests.unavailable import skip_or_fail
+from tests.waiting import PATIENCE, eventually
 
 # how often HAProxy asks each replica's /readyz; one failure takes it out, two successes
 # bring it back

@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 import yaml
 from cryptography import x509
@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.e2e.binaries import Binaries
+from tests.waiting import PATIENCE
 
 log = logging.getLogger("policyext.e2e.controlplane")
 
@@ -55,11 +56,6 @@ SCHEDULER = "system:kube-scheduler"
 # no controller manager here, so the harness plays that part for fake nodes.
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 SERVICE_CIDR = "10.0.0.0/24"  # only an allocation range: nothing is ever sent there
-# How long an end-to-end test waits for anything (an event, a condition, an answer): the
-# suite's one generous limit. It bounds a bug; it is no promise of speed (bench/ measures
-# that), so that a busy machine never fails a correct build. Waits poll for the event and
-# end as soon as it comes; a slow answer is waited for, never taken for a failure.
-PATIENCE: Final = 60.0
 
 
 @dataclasses.dataclass(frozen=True)

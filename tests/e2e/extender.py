@@ -9,26 +9,17 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from tests.e2e.controlplane import (
-    PATIENCE,
-    Component,
-    ControlPlane,
-    KubeClient,
-    fake_node,
-    free_port,
-    pod,
-)
+from tests.e2e.controlplane import Component, ControlPlane, KubeClient, fake_node, free_port, pod
+from tests.waiting import PATIENCE
 
 Json = dict[str, Any]
-T = TypeVar("T")
 
 REPO: Final = Path(__file__).resolve().parents[2]
 # the example policy the scenarios schedule with: critical pods never go to spot nodes
@@ -216,18 +207,3 @@ def spot_and_on_demand(admin: KubeClient) -> str:
     )
     admin.create_fake_node(fake_node(f"on-demand-{suffix}", cpu="2", memory="4Gi"))
     return suffix
-
-
-def eventually(
-    probe: Callable[[], T | None], timeout: float = PATIENCE, interval: float = 0.05
-) -> T:
-    """The first truthy value of `probe()`, polled until `timeout` (generous: a limit on
-    a bug, not a promise of speed, which belongs in bench/)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met after {timeout:.0f} s")
-        time.sleep(interval)

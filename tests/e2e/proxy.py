@@ -13,7 +13,8 @@ import socket
 import threading
 from types import TracebackType
 
-from tests.e2e.controlplane import PATIENCE, free_port
+from tests.e2e.controlplane import free_port
+from tests.waiting import PATIENCE
 
 CHUNK = 64 * 1024
 

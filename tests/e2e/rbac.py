@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import functools
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 from tests.chart.helmbin import HelmUnavailable, ensure_helm
-from tests.e2e.controlplane import PATIENCE, POLICYEXT, ApiError, KubeClient
+from tests.e2e.controlplane import POLICYEXT, ApiError, KubeClient
 from tests.unavailable import skip_or_fail
+from tests.waiting import PATIENCE, eventually
 
 RBAC_API: Final = "/apis/rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE: Final = "policyext"
@@ -164,10 +164,10 @@ def can(
 
 def wait_until_granted(client: KubeClient, timeout: float = PATIENCE) -> None:
     """The authorizer reads RBAC objects from an informer: a grant lands within moments."""
-    deadline = time.monotonic() + timeout
-    while not (
-        can(client, "watch", "pods") and can(client, "create", "pods", subresource="binding")
-    ):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the extender's RBAC not in effect after {timeout:.0f} s")
-        time.sleep(0.1)
+    eventually(
+        lambda: (
+            can(client, "watch", "pods") and can(client, "create", "pods", subresource="binding")
+        ),
+        timeout,
+        what="the extender's RBAC in effect",
+    )

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import Extender, eventually
+from tests.e2e.extender import Extender
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 

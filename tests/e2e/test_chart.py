@@ -30,24 +30,11 @@ import yaml
 
 from tests.chart.chart import CHART
 from tests.chart.helmbin import HelmUnavailable, ensure_helm
-from tests.e2e.controlplane import (
-    PATIENCE,
-    ApiError,
-    Component,
-    ControlPlane,
-    KubeClient,
-    free_port,
-    pod,
-)
-from tests.e2e.extender import (
-    CRITICAL_OFF_SPOT,
-    bind_count,
-    eventually,
-    http_get,
-    spot_and_on_demand,
-)
+from tests.e2e.controlplane import ApiError, Component, ControlPlane, KubeClient, free_port, pod
+from tests.e2e.extender import CRITICAL_OFF_SPOT, bind_count, http_get, spot_and_on_demand
 from tests.e2e.rbac import can
 from tests.unavailable import skip_or_fail
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -20,23 +20,15 @@ from policyext.cluster.binder import ClusterBinder
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.client import ApiClients, ClientConfigError, ClusterSettings, api_clients
 from policyext.cluster.watch import Reflector
-from tests.e2e.controlplane import (
-    PATIENCE,
-    Component,
-    ControlPlane,
-    KubeClient,
-    fake_node,
-    free_port,
-    pod,
-)
+from tests.e2e.controlplane import Component, ControlPlane, KubeClient, fake_node, free_port, pod
 from tests.e2e.extender import (
     CRITICAL_OFF_SPOT,
     bind_count,
-    eventually,
     http_get,
     policyext_argv,
     spot_and_on_demand,
 )
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

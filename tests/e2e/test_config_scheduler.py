@@ -24,7 +24,6 @@ import yaml
 
 from tests.e2e.binaries import Binaries
 from tests.e2e.controlplane import (
-    PATIENCE,
     SCHEDULER,
     ApiError,
     Component,
@@ -41,6 +40,7 @@ from tests.e2e.extender import (
     spot_and_on_demand,
 )
 from tests.unavailable import skip_or_fail
+from tests.waiting import PATIENCE
 
 pytestmark = pytest.mark.e2e
 

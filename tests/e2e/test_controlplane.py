@@ -10,7 +10,6 @@ import pytest
 
 from tests.e2e.controlplane import (
     NOT_READY_TAINT,
-    PATIENCE,
     POLICYEXT,
     SCHEDULER,
     ApiError,
@@ -19,6 +18,7 @@ from tests.e2e.controlplane import (
     fake_node,
     pod,
 )
+from tests.waiting import PATIENCE
 
 pytestmark = pytest.mark.e2e
 

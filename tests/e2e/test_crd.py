@@ -22,9 +22,10 @@ import yaml
 
 from tests.chart.crd import OUTPUT as CRD_FILE
 from tests.cli.run import RULES, policyext
-from tests.e2e.controlplane import PATIENCE, ApiError, ControlPlane, KubeClient
-from tests.e2e.extender import Extender, eventually
+from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient
+from tests.e2e.extender import Extender
 from tests.e2e.rbac import can, grant_extender_rbac
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -17,15 +17,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import (
-    BIND_OK,
-    MARK_LABEL,
-    PROBE_POLICY,
-    Extender,
-    eventually,
-    scheduler_config,
-)
+from tests.e2e.extender import BIND_OK, MARK_LABEL, PROBE_POLICY, Extender, scheduler_config
 from tests.e2e.proxy import Relay
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 

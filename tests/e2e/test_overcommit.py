@@ -27,8 +27,9 @@ from typing import Any, Final
 import pytest
 
 from tests.e2e.balancer import Balancer, behind_balancer
-from tests.e2e.controlplane import PATIENCE, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import Extender, bind_count, eventually
+from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
+from tests.e2e.extender import Extender, bind_count
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -20,7 +20,6 @@ import pytest
 
 from tests.cluster.policies import BROKEN
 from tests.e2e.controlplane import (
-    PATIENCE,
     POLICYEXT,
     ApiError,
     Component,
@@ -30,8 +29,9 @@ from tests.e2e.controlplane import (
     free_port,
     pod,
 )
-from tests.e2e.extender import eventually, policyext_argv, scheduler_config
+from tests.e2e.extender import policyext_argv, scheduler_config
 from tests.e2e.rbac import grant_configmap_access
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.controlplane import POLICYEXT, ApiError, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import eventually
 from tests.e2e.rbac import can, grant_configmap_access, grant_extender_rbac
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 

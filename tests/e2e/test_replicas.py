@@ -28,8 +28,9 @@ from typing import Any, Final
 import pytest
 
 from tests.e2e.balancer import Balancer, behind_balancer
-from tests.e2e.controlplane import PATIENCE, ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import Extender, eventually
+from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
+from tests.e2e.extender import Extender
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -18,14 +18,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
-from tests.e2e.extender import (
-    BIND_OK,
-    CRITICAL_OFF_SPOT,
-    PROBE_POLICY,
-    Extender,
-    eventually,
-    scheduler_config,
-)
+from tests.e2e.extender import BIND_OK, CRITICAL_OFF_SPOT, PROBE_POLICY, Extender, scheduler_config
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 

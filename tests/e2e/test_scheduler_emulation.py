@@ -31,13 +31,8 @@ from policyext.offline.scheduler.cluster import Cluster
 from policyext.offline.scheduler.decision import Decision, decide
 from policyext.policy.compile import PolicySet, load_policy_set
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node
-from tests.e2e.extender import (
-    PROBE_POLICY,
-    Extender,
-    eventually,
-    policyext_argv,
-    scheduler_config,
-)
+from tests.e2e.extender import PROBE_POLICY, Extender, policyext_argv, scheduler_config
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -86,6 +86,8 @@ TARGETS: Final = (
             "tests/server/test_mixed_rejections.py",
             "tests/server/test_wire_format.py",
             "tests/server/test_failed_node_messages.py",
+            # the counts per rule of the decision log and the metrics (Evaluation.tally)
+            "tests/server/test_decision_counts.py",
         ),
     ),
     Target(

@@ -119,3 +119,15 @@ def test_a_node_is_unresolvable_when_any_rule_that_rejected_it_is(
     message = "; ".join(f"no {k}" for k in range(len(rules)))
     expected = ({}, {"n": message}) if unresolvable else ({"n": message}, {})
     assert ev.rejected() == expected
+
+
+def test_past_sixty_rules_a_node_rejected_only_by_the_last_ones_keeps_their_messages() -> None:
+    """More plain rules than the bits of a number: a node rejected by rule 68 alone, one by
+    rule 69 alone (unresolvable), and one by every rule are listed with their rules'
+    messages, as with a few rules."""
+    ev = Evaluation("v1", [], ["every", "late", "later"])
+    for k in range(70):
+        mask = np.array([True, k == 68, k == 69])
+        ev.add_plain(Rejection("p", f"r{k}", f"no {k}", unresolvable=k == 69), mask)
+    every = MESSAGE_SEPARATOR.join(f"no {k}" for k in range(70))
+    assert ev.rejected() == ({"late": "no 68"}, {"every": every, "later": "no 69"})

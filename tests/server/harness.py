@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.waiting import PATIENCE
+
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules"
 CLUSTER = REPO / "examples" / "cluster.yaml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 
 
@@ -111,7 +112,7 @@ class ExtenderServer:
                 self.request("GET", "/healthz", port=self.probe_port)
         lines = self._stdout()
         started = time.monotonic()
-        while until is not None and not until(lines) and time.monotonic() - started < 60.0:
+        while until is not None and not until(lines) and time.monotonic() - started < PATIENCE:
             time.sleep(0.02)
             lines = self._stdout()
         return lines
@@ -123,7 +124,7 @@ class ExtenderServer:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def connection(
-        self, context: ssl.SSLContext | None = None, timeout: float = 60.0, port: int = 0
+        self, context: ssl.SSLContext | None = None, timeout: float = PATIENCE, port: int = 0
     ) -> http.client.HTTPConnection:
         context = context or self.tls
         port = port or self.port
@@ -263,7 +264,7 @@ def _launch(
 
 
 def _wait_ready(server: ExtenderServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerFailedToStart(

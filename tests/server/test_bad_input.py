@@ -19,6 +19,7 @@ from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer, Reply
 from tests.server.kube import fixture_bytes
 from tests.server.metrics_scrape import Scrape
+from tests.waiting import PATIENCE
 
 LIMIT = 256 * 1024
 JSON = "application/json"
@@ -422,7 +423,7 @@ def test_a_chunked_body_is_refused_413_when_a_chunk_would_take_it_past_the_limit
     request = _chunked_head() + b"".join(
         b"%x\r\n%b\r\n" % (len(chunk), chunk) for chunk in _chunks(body)
     )
-    with socket.create_connection((server.host, server.port), timeout=60) as sock:
+    with socket.create_connection((server.host, server.port), timeout=PATIENCE) as sock:
         sock.sendall(request + b"1\r\n")
         response = http.client.HTTPResponse(sock)
         response.begin()

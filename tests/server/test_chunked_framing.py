@@ -15,6 +15,7 @@ import pytest
 
 from tests.server.harness import ExtenderServer
 from tests.server.hostile import worker_pids
+from tests.waiting import PATIENCE
 
 ENDPOINTS = ["/filter", "/prioritize", "/preempt", "/bind", "/explain"]
 HEAD = (
@@ -42,7 +43,7 @@ BROKEN = [
 
 def exchange(server: ExtenderServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
     """Send `request`, read until the server closes or the reply's body is complete."""
-    with socket.create_connection((server.host, server.port), timeout=60) as sock:
+    with socket.create_connection((server.host, server.port), timeout=PATIENCE) as sock:
         sock.sendall(request)
         received = b""
         while b"\r\n\r\n" not in received:

@@ -15,6 +15,7 @@ import pytest
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
+from tests.waiting import PATIENCE
 
 NUMBERS = ", ".join(str(i) for i in range(200))
 # 40,000 steps per node: about 0.1 s a node, far beyond the client's patience below; it
@@ -36,7 +37,6 @@ CLIENT_TIMEOUT = 0.05  # the client's patience (kube-scheduler's httpTimeout), n
 # from the other connections', which close whenever their clients do
 GIVING_UP = "127.0.0.2"
 LEFT = f"DEBUG policyext.server: closed the connection from {GIVING_UP}: "
-PATIENCE = 60.0  # a limit on a bug, never a wait that a busy machine should feel
 
 
 @pytest.fixture(scope="module")

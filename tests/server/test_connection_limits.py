@@ -9,8 +9,7 @@ import http.client
 import json
 import resource
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,22 +19,12 @@ from tests.server.harness import ExtenderServer
 from tests.server.hostile import worker_pids
 from tests.server.kube import fixture_bytes
 from tests.server.metrics_scrape import Scrape
+from tests.waiting import PATIENCE, eventually
 
 FILTER = fixture_bytes("filter-names.request.json")
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 MIB = 1024 * 1024
-WAIT = 60.0  # the limit of every wait for an event: generous, a busy machine is no failure
 IDLE_FLOOD = 1000
-
-
-def _until(condition: Callable[[], object], what: str) -> object:
-    started = time.monotonic()
-    while time.monotonic() - started < WAIT:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"not within {WAIT} s: {what}")
 
 
 @contextlib.contextmanager
@@ -55,7 +44,7 @@ def _open_files(needed: int) -> Iterator[None]:
 
 
 def _connect(server: ExtenderServer, port: int = 0) -> socket.socket:
-    conn = socket.create_connection((server.host, port or server.port), timeout=WAIT)
+    conn = socket.create_connection((server.host, port or server.port), timeout=PATIENCE)
     return conn
 
 
@@ -82,7 +71,7 @@ def _answer(conn: socket.socket) -> tuple[int, bytes]:
 
 
 def _closed_by_server(conn: socket.socket) -> bool:
-    """Whether the server has closed the connection (EOF or a reset), waiting up to WAIT."""
+    """Whether the server has closed the connection (EOF or a reset), waiting up to PATIENCE."""
     try:
         return conn.recv(1) == b""
     except ConnectionResetError:
@@ -106,7 +95,7 @@ def _held_by_server(port: int) -> int:
 def _quiet(server: ExtenderServer) -> None:
     """Wait until the server holds no connection: those of its start-up probes and of the
     tests before would otherwise count against the cap while it has not seen them close."""
-    _until(lambda: _held_by_server(server.port) == 0, "the server holds no connection")
+    eventually(lambda: _held_by_server(server.port) == 0, what="the server holds no connection")
 
 
 def _rss(pid: int) -> int:
@@ -198,7 +187,7 @@ def test_at_the_cap_with_no_idle_connection_a_new_one_is_refused_at_once(
     finally:
         for conn in busy:
             conn.close()
-    _until(lambda: _healthy(capped), "served again once they are gone")
+    eventually(lambda: _healthy(capped), what="served again once they are gone")
 
 
 def _healthy(server: ExtenderServer) -> bool:
@@ -235,7 +224,9 @@ def test_stalled_large_uploads_hold_at_most_max_buffered_bytes_of_the_worker(
             conn = _connect(buffered)
             conn.sendall(_upload_head(size) + b" " * (size - 1))
             stalled.append(conn)
-        _until(lambda: _rss(worker) - before > 25 * MIB, "the worker has read both uploads")
+        eventually(
+            lambda: _rss(worker) - before > 25 * MIB, what="the worker has read both uploads"
+        )
         # four more: each refused as soon as its header section says how large it is
         for _ in range(4):
             conn = _connect(buffered)

@@ -18,6 +18,7 @@ from tests.server.harness import CLUSTER, FIXTURES, RULES, ExtenderServer, start
 from tests.server.kube import Json, args_with_nodes, fixture, node, pod
 from tests.server.metrics_scrape import Scrape, worker_pids, worker_scrape
 from tests.server.test_chunked_framing import exchange
+from tests.waiting import PATIENCE
 
 FAMILIES = {
     "policyext_request_duration_seconds": ("histogram", {"verb"}),
@@ -317,7 +318,7 @@ def test_with_two_workers_one_scrape_adds_up_the_counts_of_both(two_workers: Two
     request = args_with_nodes(pod("web-1"), TEST_NODES)
     sent = _send_until_both_workers_answered(two_workers, request)
     # a call is counted once its reply is sent: the last ones may still be on their way
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PATIENCE
     per_worker = _filter_counts(two_workers.metrics_dir)
     while sum(per_worker.values()) < sent and time.monotonic() < deadline:
         time.sleep(0.05)

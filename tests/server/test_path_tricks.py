@@ -13,6 +13,7 @@ import pytest
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
 from tests.server.test_slow_clients import Replies
+from tests.waiting import PATIENCE
 
 NAMES = fixture_bytes("filter-names.request.json").rstrip()
 FILTER = 200  # answered as /filter
@@ -42,7 +43,7 @@ def test_a_path_trick_is_the_verb_or_a_json_refusal(
         f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(NAMES)}\r\n\r\n"
     )
-    with socket.create_connection((demo_server.host, demo_server.port), timeout=60) as sock:
+    with socket.create_connection((demo_server.host, demo_server.port), timeout=PATIENCE) as sock:
         sock.sendall(head.encode() + NAMES)
         got, headers, body = Replies(sock).next()
     assert got == status, body

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +15,11 @@ from tests.projection import project
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.metrics_scrape import Scrape
+from tests.waiting import eventually
 
 REQUEST = Path(__file__).resolve().parents[2] / "examples" / "filter-request.json"
 NOT_DEDICATED = rejecting("a", "dedicated")  # refuses payments-b
 NO_GPU = rejecting("b", "nvidia.com/gpu.present")  # refuses gpu-a
-# a limit on a bug (a reload that never comes), not a promise of speed: a change is served
-# about a second after it (one poll), which bench/load.py --reload measures under load
-WAIT_LIMIT = 60.0
 
 
 def rejected(server: ExtenderServer) -> set[str]:
@@ -56,15 +52,6 @@ class WorkerLog:
         return {m.group(1): m.group(2) for m in re.finditer(pattern, text)}
 
 
-def until(condition: Callable[[], bool], timeout: float = WAIT_LIMIT) -> None:
-    """Wait for `condition`; fail the test if it never holds."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            pytest.fail(f"still not so after {timeout} s")
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("workers", [1, 2], ids=["one worker", "two workers"])
 def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_never(
     serve: ServerFactory, tmp_path: Path, workers: int
@@ -74,7 +61,7 @@ def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_ne
     log = WorkerLog(server)
     # every worker has loaded the first set before the update: a worker still starting
     # would otherwise log its first load after the mark, as if it were the update's
-    until(lambda: len(log.serving()) == workers)
+    eventually(lambda: len(log.serving()) == workers)
     assert rejected(server) == {"payments-b"}
     first = server.get("/policies").json()["version"]
 
@@ -82,7 +69,7 @@ def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_ne
     project(rules, {"policy.yaml": NO_GPU})
     # every worker, not just the ones that happened to answer: a worker that has not
     # loaded this version when the broken one comes keeps serving the first set
-    until(lambda: len(log.serving()) == workers)
+    eventually(lambda: len(log.serving()) == workers)
     assert first not in log.serving().values()
     assert all(rejected(server) == {"gpu-a"} for _ in range(4 * workers))
     second = server.get("/policies").json()
@@ -91,7 +78,7 @@ def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_ne
 
     log.mark()
     project(rules, {"policy.yaml": NO_GPU, "broken.yaml": BROKEN})
-    until(lambda: len(log.rejected()) == workers)
+    eventually(lambda: len(log.rejected()) == workers)
     assert set(log.rejected().values()) == {second["version"]}, "each kept the last good set"
     after = server.get("/policies").json()
     assert after["version"] == second["version"], "the last good set keeps serving"
@@ -110,7 +97,7 @@ def test_a_projected_configmap_update_is_served_by_every_worker_and_a_bad_one_ne
 
     log.mark()
     project(rules, {"policy.yaml": NOT_DEDICATED})
-    until(lambda: len(log.serving()) == workers)
+    eventually(lambda: len(log.serving()) == workers)
     assert set(log.serving().values()) == {first}
     for _ in range(4 * workers):
         assert rejected(server) == {"payments-b"}

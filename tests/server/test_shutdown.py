@@ -9,35 +9,20 @@ import http.client
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from tests.server.conftest import ServerFactory
 from tests.server.harness import RULES, ExtenderServer, Reply, policyext_command, send
 from tests.server.kube import fixture_bytes
+from tests.waiting import PATIENCE, eventually
 
 FILTER = fixture_bytes("filter-names.request.json")
 JSON = {"Content-Type": "application/json"}
-# a limit on a bug, not a promise of speed
-PATIENCE = 60.0
 # long enough never to end during a test: the tests end it with SIGINT
 FOREVER = "600"
-
-T = TypeVar("T")
-
-
-def eventually(probe: Callable[[], T | None]) -> T:
-    deadline = time.monotonic() + PATIENCE
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def readyz(server: ExtenderServer) -> Reply:

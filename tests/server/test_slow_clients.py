@@ -20,10 +20,10 @@ import pytest
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
+from tests.waiting import PATIENCE
 
 NAMES = fixture_bytes("filter-names.request.json").rstrip()
 STALLED = 100
-GENEROUS = 60.0  # seconds a reply may take on a busy machine
 
 
 def filter_request(body: bytes = NAMES, extra: str = "") -> bytes:
@@ -96,7 +96,7 @@ def strict(serve: ServerFactory) -> ExtenderServer:
 def stalled_connections(server: ExtenderServer, stack: ExitStack) -> Iterator[socket.socket]:
     for i in range(STALLED):
         sock = stack.enter_context(
-            socket.create_connection((server.host, server.port), timeout=GENEROUS)
+            socket.create_connection((server.host, server.port), timeout=PATIENCE)
         )
         sock.sendall(slow_headers() if i % 2 else slow_body())
         yield sock
@@ -130,7 +130,7 @@ def test_a_hundred_stalled_clients_leave_healthz_and_filter_answering(
 def test_a_request_not_whole_in_time_is_answered_408_and_logged(
     strict: ExtenderServer, sent: bytes, says: str
 ) -> None:
-    with socket.create_connection((strict.host, strict.port), timeout=GENEROUS) as sock:
+    with socket.create_connection((strict.host, strict.port), timeout=PATIENCE) as sock:
         sock.sendall(sent)
         status, headers, body = Replies(sock).next()  # waits for the server to give up
         assert sock.recv(1) == b"", "closed after the 408"
@@ -148,7 +148,7 @@ def test_a_request_not_whole_in_time_is_answered_408_and_logged(
 def test_pipelined_requests_are_answered_in_order(patient: ExtenderServer) -> None:
     health = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     expected = patient.post("/filter", NAMES).body
-    with socket.create_connection((patient.host, patient.port), timeout=GENEROUS) as sock:
+    with socket.create_connection((patient.host, patient.port), timeout=PATIENCE) as sock:
         second = filter_request()
         # two whole requests and the start of a third in one write; the rest later
         sock.sendall(filter_request() + health + second[:50])

@@ -17,13 +17,11 @@ from tests.server.certs import Pair, Pki, make_pki
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
+from tests.waiting import PATIENCE
 
 # the refusal tests need a client that still offers the versions Python deprecates
 pytestmark = pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1:DeprecationWarning")
 REQUEST = fixture_bytes("filter-names.request.json")
-# how long a refusal may take to arrive: generous (a busy machine), and a limit on a hang,
-# which is never a refusal
-PATIENCE = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +166,7 @@ def old_tls_client_works(pki: Pki) -> Iterator[None]:
     client = client_context(pki.ca, maximum=ssl.TLSVersion.TLSv1_1)
     try:
         with (
-            socket.create_connection(("127.0.0.1", port), timeout=60) as raw,
+            socket.create_connection(("127.0.0.1", port), timeout=PATIENCE) as raw,
             client.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
         ):
             negotiated = tls.version()

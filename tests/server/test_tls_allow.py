@@ -16,6 +16,7 @@ from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer
 from tests.server.kube import fixture_bytes
 from tests.server.test_tls import client_context, pki  # noqa: F401 - the module's PKI
+from tests.waiting import PATIENCE
 
 FILTER = fixture_bytes("filter-names.request.json")
 JSON = {"Content-Type": "application/json"}
@@ -135,7 +136,9 @@ def test_connections_that_never_begin_their_handshake_make_room_at_the_cap(
     server = serve(
         *_tls_flags(pki), "--max-connections", "4", tls=client_context(pki.ca, pki.client)
     )
-    silent = [socket.create_connection((server.host, server.port), timeout=60) for _ in range(8)]
+    silent = [
+        socket.create_connection((server.host, server.port), timeout=PATIENCE) for _ in range(8)
+    ]
     try:
         reply = server.request("POST", "/filter", FILTER, JSON)
         assert reply.status == 200

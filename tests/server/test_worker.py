@@ -13,6 +13,7 @@ import pytest
 from tests.server.conftest import ServerFactory
 from tests.server.harness import ExtenderServer, send
 from tests.server.kube import fixture_bytes
+from tests.waiting import PATIENCE
 
 NAMES = fixture_bytes("filter-names.request.json").rstrip()
 JSON = {"Content-Type": "application/json"}
@@ -92,7 +93,7 @@ def test_stopping_closes_an_idle_kept_alive_connection_and_exits_cleanly(
     its way (gunicorn's STOP_KEEPALIVE_LINGER), then closes it rather than wait out its
     keepalive timeout (75 s)."""
     server = serve("--workers", "1", "--threads", "2")
-    conn = server.connection(timeout=60)
+    conn = server.connection(timeout=PATIENCE)
     assert send(conn, "POST", "/filter", NAMES, JSON).status == 200
     assert server.stop() == 0
     assert conn.sock.recv(1) == b"", "the server closed the kept-alive connection"
