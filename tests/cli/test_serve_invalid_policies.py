@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.cli.run import RULES, policyext
 from tests.server.harness import CLUSTER, ExtenderServer, start_server
+from tests.waiting import PATIENCE
 
 # a filter with a CEL syntax error, as a release that checks more might reject a rule
 BROKEN = """apiVersion: policyext.io/v1alpha1
@@ -29,8 +30,8 @@ FILTER = Path(__file__).resolve().parents[1] / "server" / "fixtures" / "filter-n
 
 def _policies(server: ExtenderServer, until: str) -> dict[str, Any]:
     """/policies once `until` holds of its lastReload (a reload is noticed within the poll
-    interval; 60 s is only the limit on a bug)."""
-    limit = time.monotonic() + 60
+    interval; the suite's limit only stops a bug)."""
+    limit = time.monotonic() + PATIENCE
     while True:
         policies: dict[str, Any] = server.get("/policies").json()
         if json.dumps(policies["lastReload"]).find(until) >= 0 or time.monotonic() > limit:

@@ -28,6 +28,7 @@ from tests.server.certs import Pki, make_pki
 from tests.server.harness import ExtenderServer, policyext_command
 from tests.server.test_tls import client_context
 from tests.server.webhook_server import ask, review, start_webhook
+from tests.waiting import PATIENCE
 
 Json = dict[str, Any]
 
@@ -262,7 +263,7 @@ def test_the_webhook_refuses_to_start_without_a_certificate() -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert result.returncode == 2
     assert "--tls-cert and --tls-key are required" in result.stderr
