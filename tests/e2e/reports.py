@@ -13,8 +13,8 @@ import yaml
 from policyext.cluster.report_body import POLICY_REPORT, REPORT_APIS, ReportApi
 from tests.chart.helmbin import ensure_helm
 from tests.e2e.controlplane import POLICYEXT, ApiError, KubeClient
-from tests.e2e.extender import eventually
 from tests.e2e.rbac import CHART, RBAC_API, chart_rbac
+from tests.waiting import PATIENCE, eventually
 
 Json = dict[str, Any]
 CRDS: Final = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -74,7 +74,7 @@ def install_report_crd(admin: KubeClient, api: str = POLICY_REPORT.api_version) 
     admin.wait_for(f"{CRDS}/{report.plural}.{report.group}", _established)
     # the API server serves a new resource a moment after it is Established (429 until its
     # storage is ready)
-    eventually(lambda: _served(admin, report), timeout=120)
+    eventually(lambda: _served(admin, report), timeout=2 * PATIENCE)
 
 
 def _served(admin: KubeClient, report: ReportApi) -> bool:
@@ -93,7 +93,7 @@ def remove_report_crd(admin: KubeClient) -> None:
         if e.status != 404:
             raise
         return
-    eventually(lambda: not exists(admin, f"{CRDS}/{CRD_NAME}"), timeout=120)
+    eventually(lambda: not exists(admin, f"{CRDS}/{CRD_NAME}"), timeout=2 * PATIENCE)
 
 
 def grant_report_rights(

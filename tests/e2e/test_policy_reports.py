@@ -30,7 +30,7 @@ from tests.e2e.controlplane import (
     fake_node,
     pod,
 )
-from tests.e2e.extender import Extender, eventually, scheduler_config
+from tests.e2e.extender import Extender, scheduler_config
 from tests.e2e.rbac import wait_until_granted
 from tests.e2e.reports import (
     REPORTS,
@@ -38,6 +38,7 @@ from tests.e2e.reports import (
     install_report_crd,
     remove_report_crd,
 )
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -203,7 +204,7 @@ def test_a_pod_no_audit_filter_applies_to_gets_no_report(
     plain = _schedule(admin, namespace, "not-audited", {"wants": "on-demand"})
     audited = _schedule(admin, namespace, "audited", {"audited": "true", "wants": "on-demand"})
     # written after the other pod was bound and seen: had it been kept, it would be there
-    eventually(lambda: _report(admin, namespace, audited["metadata"]["uid"]), timeout=180)
+    eventually(lambda: _report(admin, namespace, audited["metadata"]["uid"]), timeout=3 * PATIENCE)
     assert _report(admin, namespace, plain["metadata"]["uid"]) is None
 
 
@@ -244,11 +245,11 @@ def test_the_report_is_deleted_with_its_pod(
     _nodes(admin, uuid.uuid4().hex[:6])
     scheduled = _schedule(admin, namespace, "short-lived", {"audited": "true", "wants": "spot"})
     uid = scheduled["metadata"]["uid"]
-    eventually(lambda: _report(admin, namespace, uid), timeout=180)
+    eventually(lambda: _report(admin, namespace, uid), timeout=3 * PATIENCE)
 
     admin.delete(f"/api/v1/namespaces/{namespace}/pods/short-lived", gracePeriodSeconds="0")
 
-    eventually(lambda: _report(admin, namespace, uid) is None, timeout=180)
+    eventually(lambda: _report(admin, namespace, uid) is None, timeout=3 * PATIENCE)
     assert garbage_collector.running()
 
 

@@ -20,11 +20,12 @@ import pytest
 import yaml
 
 from tests.cli.run import RULES, policyext
-from tests.e2e.controlplane import PATIENCE, ApiError, ControlPlane, KubeClient
-from tests.e2e.extender import Extender, eventually
+from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient
+from tests.e2e.extender import Extender
 from tests.e2e.test_crd import POLICIES, STRICT, crd, policies  # noqa: F401 - fixtures
 from tests.server.harness import ExtenderServer
 from tests.server.webhook_server import PATH, start_webhook
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = pytest.mark.e2e
 

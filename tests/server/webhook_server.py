@@ -15,13 +15,13 @@ from typing import Any
 
 from tests.server.harness import (
     REPO,
-    START_TIMEOUT,
     ExtenderServer,
     ServerFailedToStart,
     clean_environment,
     free_port,
     policyext_command,
 )
+from tests.waiting import PATIENCE
 
 PATH = "/validate-schedulingpolicy"
 
@@ -64,7 +64,7 @@ def start_webhook(
 
 
 def _wait_healthy(server: ExtenderServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerFailedToStart(
