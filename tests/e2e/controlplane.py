@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.e2e.binaries import Binaries
-from tests.waiting import PATIENCE
+from tests.waiting import PATIENCE, eventually
 
 log = logging.getLogger("policyext.e2e.controlplane")
 
@@ -362,6 +362,23 @@ class KubeClient:
 
     def delete(self, path: str, **query: str) -> Json:
         return self.request("DELETE", path, query=query)
+
+    def replace(self, path: str, body: Json, **query: str) -> Json:
+        """PUT `body` over the object at `path` with its current metadata, read again when
+        the object changed in between (409): a controller writing the object's status (the
+        extenders' status writers) bumps its resourceVersion at any time, as it does for
+        kubectl edit, which retries the same way."""
+
+        def put() -> Json | None:
+            current = self.get(path)["metadata"]
+            try:
+                return self.request("PUT", path, body | {"metadata": current}, query=query)
+            except ApiError as e:
+                if e.status == 409:
+                    return None
+                raise
+
+        return eventually(put, what=f"PUT {path} without a conflict")
 
     def merge_patch(self, path: str, patch: Json) -> Json:
         return self.request("PATCH", path, patch, content_type="application/merge-patch+json")

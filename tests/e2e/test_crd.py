@@ -340,11 +340,7 @@ def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
 
         broken = copy.deepcopy(cpu)
         broken["spec"]["scores"][0]["expression"] = "node.(("  # the schema's, not CEL's
-        policies.request(
-            "PUT",
-            f"{POLICIES}/most-free-cpu",
-            broken | {"metadata": policies.get(f"{POLICIES}/most-free-cpu")["metadata"]},
-        )
+        policies.replace(f"{POLICIES}/most-free-cpu", broken)
 
         def rejected() -> Json | None:
             last = _served(extender)["lastReload"]
@@ -356,8 +352,7 @@ def test_serve_rules_crd_serves_the_objects_and_follows_their_changes(
 
         renamed = copy.deepcopy(spot)
         renamed["spec"]["filters"][0]["name"] = "off-spot"
-        current = policies.get(f"{POLICIES}/critical-off-spot")["metadata"]
-        policies.request("PUT", f"{POLICIES}/critical-off-spot", renamed | {"metadata": current})
+        policies.replace(f"{POLICIES}/critical-off-spot", renamed)
 
         def filters() -> dict[str, list[str]]:
             return {
@@ -500,10 +495,7 @@ def test_the_status_says_which_generation_every_replica_serves_and_why_one_is_re
 
         broken = copy.deepcopy(spot)
         broken["spec"]["filters"][0]["expression"] = "node.metadata.labelz.size() == 0"
-        current = policies.get(path)["metadata"]
-        second = policies.request("PUT", path, broken | {"metadata": current})["metadata"][
-            "generation"
-        ]
+        second = policies.replace(path, broken)["metadata"]["generation"]
         assert second > first
         refused = policies.wait_for(path, lambda o: _says(o, "False", first))
         condition = _ready_condition(refused)
@@ -535,10 +527,7 @@ def test_the_status_says_which_generation_every_replica_serves_and_why_one_is_re
 
         fixed = copy.deepcopy(spot)
         fixed["spec"]["filters"][0]["message"] = "no spot nodes for critical pods"
-        current = policies.get(path)["metadata"]
-        third = policies.request("PUT", path, fixed | {"metadata": current})["metadata"][
-            "generation"
-        ]
+        third = policies.replace(path, fixed)["metadata"]["generation"]
         again = policies.wait_for(path, lambda o: _says(o, "True", third))
         assert all("message" not in e for e in _by_pod(again).values())
     finally:
