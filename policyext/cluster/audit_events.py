@@ -26,7 +26,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
@@ -261,17 +261,12 @@ class AuditEvents:
         pod = self.cluster.pod_by_uid(finding.uid)
         if pod is None:  # a pending pod: the node cache may not hold it (cluster/cache.py)
             pod = self._read_pod(finding.namespace, finding.name)
-        meta = pod.get("metadata") if pod is not None else None
-        if not isinstance(meta, Mapping) or str(meta.get("uid") or "") != finding.uid:
-            return None, f"the cluster has no pod with UID {finding.uid[:64]!r}"
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        if (namespace, name) != (finding.namespace, finding.name):
-            return None, f"the pod with UID {finding.uid[:64]!r} is {namespace}/{name}"
         every = ev.audit_nodes(len(ev.names))  # every node the finding counts, not only those named
-        for nodes in every.values():
-            for node in nodes:
-                if self.cluster.get_node(node) is None:
-                    return None, f"node {node[:253]!r} is not in the node cache"
+        nodes = (node for named in every.values() for node in named)
+        why = unverified(self.cluster, pod, finding.uid, (finding.namespace, finding.name), nodes)
+        if why:
+            return None, why
+        namespace, name = finding.namespace, finding.name
         rules = tuple(
             (rule, len(every.get(rule, ())), tuple(_node_name(self.cluster, n) for n in named))
             for rule, _, named in finding.rules
@@ -307,6 +302,29 @@ class AuditEvents:
         log.warning(
             "cannot record audit Event on pod %s/%s: %s", finding.namespace, finding.name, why
         )
+
+
+def unverified(
+    cluster: ClusterView,
+    pod: Mapping[str, Any] | None,
+    uid: str,
+    named: tuple[str, str],
+    nodes: Iterable[str],
+) -> str:
+    """Why a finding is not the cluster's pod (`pod`, as the cluster has the UID `uid`,
+    named `named`: namespace and name) on the cluster's nodes; "" when it is. The Events
+    and the policy reports check the same, so that nothing of a request's own making is
+    written."""
+    meta = pod.get("metadata") if pod is not None else None
+    if not isinstance(meta, Mapping) or str(meta.get("uid") or "") != uid:
+        return f"the cluster has no pod with UID {uid[:64]!r}"
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    if (namespace, name) != named:
+        return f"the pod with UID {uid[:64]!r} is {namespace}/{name}"
+    for node in nodes:
+        if cluster.get_node(node) is None:
+            return f"node {node[:253]!r} is not in the node cache"
+    return ""
 
 
 def _node_name(cluster: ClusterView, name: str) -> str:

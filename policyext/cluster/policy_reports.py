@@ -49,7 +49,7 @@ from typing import Any, Final, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from policyext.cluster.audit_events import ClusterView, TokenBucket
+from policyext.cluster.audit_events import ClusterView, TokenBucket, unverified
 from policyext.cluster.client import ApiClients
 from policyext.cluster.report_body import (
     POLICY_REPORT,
@@ -248,7 +248,9 @@ class PolicyReports:
             # the report to write (kube-scheduler binds to a node its last filter call kept)
             self.counts["superseded"] += 1
             return True
-        why = self._unverified(finding, pod)
+        why = unverified(
+            self.cluster, pod, finding.uid, (finding.namespace, finding.name), finding.nodes
+        )
         if why:
             self.counts["unverified"] += 1
             log.warning(
@@ -300,19 +302,6 @@ class PolicyReports:
         if len(self.written) > WRITTEN:
             self.written.popitem(last=False)
         return True
-
-    def _unverified(self, finding: Filtered, pod: Mapping[str, Any] | None) -> str:
-        """Why the finding is not the cluster's pod on the cluster's nodes ("" when it is)."""
-        meta = pod.get("metadata") if pod is not None else None
-        if not isinstance(meta, Mapping):
-            return f"the cluster has no pod with UID {finding.uid[:64]!r}"
-        named = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        if named != (finding.namespace, finding.name):
-            return f"the pod with UID {finding.uid[:64]!r} is {named[0]}/{named[1]}"
-        for name in finding.nodes:
-            if self.cluster.get_node(name) is None:
-                return f"node {name[:253]!r} is not in the node cache"
-        return ""
 
     def _unavailable(self) -> None:
         if self.available:
