@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -174,9 +175,17 @@ def count_instructions(
     valgrind: str, path: Path, rules: Path | None, steps: Sequence[int]
 ) -> list[int]:
     """The instructions of a replay of the first n steps, for each n of `steps`: each its
-    own process under cachegrind, all at once (a count does not depend on what else runs)."""
-    runs = [_under_valgrind(valgrind, path, rules, n) for n in steps]
-    ended = [(run, run.communicate()[1]) for run in runs]  # every one, before any verdict
+    own process under cachegrind, all at once (a count does not depend on what else runs).
+
+    Every module a replay imports, at its start or later on its way, is compiled once
+    beforehand into a bytecode cache of this count's own, which the counted runs read and
+    never write: otherwise a module imported after the first fifth is compiled by the
+    longer run only (tens of millions of instructions, where PYTHONDONTWRITEBYTECODE is
+    set, as in CI), or by whichever run gets to it first."""
+    with tempfile.TemporaryDirectory(prefix="policyext-bytecode-") as bytecode:
+        _compile_what_a_replay_imports(path, rules, max(steps), bytecode)
+        runs = [_under_valgrind(valgrind, path, rules, n, bytecode) for n in steps]
+        ended = [(run, run.communicate()[1]) for run in runs]  # every one, before any verdict
     counts = []
     for run, stderr in ended:
         counted = INSTRUCTIONS_LINE.findall(stderr)
@@ -187,34 +196,62 @@ def count_instructions(
     return counts
 
 
-def _under_valgrind(
-    valgrind: str, path: Path, rules: Path | None, steps: int
-) -> subprocess.Popen[bytes]:
-    command = [
-        valgrind,
-        "--tool=cachegrind",
-        "--cache-sim=no",
-        "--cachegrind-out-file=/dev/null",
-        sys.executable,
-        "-m",
-        "bench.replay",
-        str(path.resolve()),
-        "--repeat",
-        "1",
-        "--steps",
-        str(steps),
-    ]
-    if rules is not None:
-        command += ["--rules", str(rules.resolve())]
-    return subprocess.Popen(
-        command,
+def _compile_what_a_replay_imports(
+    path: Path, rules: Path | None, steps: int, bytecode: str
+) -> None:
+    """A replay of `steps` steps, not counted, that writes the bytecode of every module it
+    imports under `bytecode`."""
+    environment = {**os.environ, "PYTHONPYCACHEPREFIX": bytecode}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    replayed = subprocess.run(
+        [sys.executable, *_replay_arguments(path, rules, steps)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[1],  # where `-m bench.replay` is found
-        # numpy's OpenBLAS starts a thread per core at import, which spins for a time
-        # that varies (16 million instructions between two runs): one thread, none spins
-        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
+        cwd=_PROJECT,
+        env=environment,
+        check=False,
     )
+    if replayed.returncode != 0:
+        tail = replayed.stderr.decode(errors="replace").strip().splitlines()[-5:]
+        raise SystemExit("the replay failed: " + " / ".join(tail))
+
+
+def _under_valgrind(
+    valgrind: str, path: Path, rules: Path | None, steps: int, bytecode: str
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            valgrind,
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            *_replay_arguments(path, rules, steps),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=_PROJECT,
+        env={
+            **os.environ,
+            "PYTHONHASHSEED": "0",
+            # numpy's OpenBLAS starts a thread per core at import, which spins for a time
+            # that varies (16 million instructions between two runs): one thread, none spins
+            "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONPYCACHEPREFIX": bytecode,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+    )
+
+
+_PROJECT = Path(__file__).resolve().parents[1]  # where `-m bench.replay` is found
+
+
+def _replay_arguments(path: Path, rules: Path | None, steps: int) -> list[str]:
+    arguments = ["-m", "bench.replay", str(path.resolve()), "--repeat", "1"]
+    arguments += ["--steps", str(steps)]
+    if rules is not None:
+        arguments += ["--rules", str(rules.resolve())]
+    return arguments
 
 
 def quiet_decision_log() -> None:
