@@ -355,18 +355,13 @@ class Evaluation:
         return {self.names[i]: s for i, s in zip(self.scored, self.scores, strict=True)}
 
     def scores_in_order(self) -> list[int]:
-        """The final score of every node, in node order (0 for a node not scored): what a
-        prioritize reply lists when every node it names was evaluated."""
+        """The final score of every node, in node order: what a prioritize reply lists
+        when every node it names was evaluated. For an evaluation of the scores alone (a
+        prioritize call's, which runs no filter): it scores every node, in order."""
         scores = self.scores
-        size = len(self.names)
-        if scores is None:
-            return [0] * size
-        if len(scores) == size:  # every node scored: `scored` is 0, 1, ... in order
-            return list(scores)
-        ordered = [0] * size
-        for i, score in zip(self.scored, scores, strict=True):
-            ordered[i] = score
-        return ordered
+        if scores is None or len(scores) != len(self.names):
+            raise ValueError("scores in node order: not an evaluation that scored every node")
+        return scores
 
     def best(self) -> NodeVerdict | None:
         """The feasible node with the highest final score (the first of equals)."""

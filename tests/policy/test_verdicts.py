@@ -131,3 +131,32 @@ def test_past_sixty_rules_a_node_rejected_only_by_the_last_ones_keeps_their_mess
         ev.add_plain(Rejection("p", f"r{k}", f"no {k}", unresolvable=k == 69), mask)
     every = MESSAGE_SEPARATOR.join(f"no {k}" for k in range(70))
     assert ev.rejected() == ({"late": "no 68"}, {"every": every, "later": "no 69"})
+
+
+@pytest.mark.parametrize(
+    ("scores", "names"),
+    [([7, 0, 10], ["a", "b", "c"]), ([], [])],
+    ids=["three nodes", "no node"],
+)
+def test_the_scores_in_node_order_of_a_prioritize_evaluation_are_its_scores(
+    scores: list[int], names: list[str]
+) -> None:
+    ev = Evaluation("v1", [], names)
+    ev.scores, ev.scored = scores, list(range(len(names)))
+
+    assert ev.scores_in_order() == scores
+
+
+@pytest.mark.parametrize(
+    ("scores", "scored"),
+    [(None, []), ([3], [1])],
+    ids=["a filter's evaluation, which scored nothing", "one that scored some nodes only"],
+)
+def test_the_scores_in_node_order_are_refused_for_an_evaluation_that_did_not_score_every_node(
+    scores: list[int] | None, scored: list[int]
+) -> None:
+    ev = Evaluation("v1", [], ["a", "b"])
+    ev.scores, ev.scored = scores, scored
+
+    with pytest.raises(ValueError, match="not an evaluation that scored every node"):
+        ev.scores_in_order()
