@@ -113,7 +113,8 @@ def fingerprint(target: Target) -> str:
 
 
 def definitions(source: str) -> dict[str, tuple[int, int]]:
-    """The line span of every function and class by qualified name (`Class.method`)."""
+    """The line span of every function and class by qualified name (`Class.method`), and
+    of every name the module assigns (a table such as statuses' `_MALFORMED`)."""
     spans: dict[str, tuple[int, int]] = {}
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -123,7 +124,19 @@ def definitions(source: str) -> dict[str, tuple[int, int]]:
                 spans[name] = (child.lineno, child.end_lineno or child.lineno)
                 visit(child, f"{name}.")
 
-    visit(ast.parse(source), "")
+    tree = ast.parse(source)
+    visit(tree, "")
+    for statement in tree.body:
+        assigned = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else [statement.target]
+            if isinstance(statement, ast.AnnAssign)
+            else []
+        )
+        for target in assigned:
+            if isinstance(target, ast.Name):
+                spans[target.id] = (statement.lineno, statement.end_lineno or statement.lineno)
     return spans
 
 

@@ -19,7 +19,7 @@ class Target:
     path: str
     tests: tuple[str, ...]
     # only mutations inside these definitions (qualified names: `Class`, `Class.method`,
-    # `function`); empty: the whole module
+    # `function`, or a name the module assigns: `TABLE`); empty: the whole module
     within: tuple[str, ...] = ()
     # only the operators whose cosmic-ray names match this regular expression (e.g. the
     # comparison operators alone); empty: every operator the run applies
