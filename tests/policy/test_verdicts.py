@@ -167,24 +167,29 @@ def test_the_scores_in_node_order_are_refused_for_an_evaluation_that_did_not_sco
     [
         ([5, 7, 7], [], "b"),
         ([7, 7, 7], [], "a"),
+        ([9, 5, 7], [], "a"),
         ([2, 9, 4], ["b"], "c"),
         ([], ["a", "b", "c"], None),
+        (None, [], None),
     ],
     ids=[
         "the first of two nodes with the highest score",
         "the first node when all are equal",
+        "the first node when it scores highest",
         "the highest of the nodes a filter kept",
         "none when every node was rejected",
+        "none when nothing was scored (a filter's evaluation)",
     ],
 )
 def test_the_best_node_an_explanation_names_is_the_first_feasible_one_of_the_highest_score(
-    scores: list[int], rejected: list[str], best: str | None
+    scores: list[int] | None, rejected: list[str], best: str | None
 ) -> None:
     names = ["a", "b", "c"]
     ev = Evaluation("v1", [], names)
     ev.add_plain(Rejection("p", "r", "no"), np.array([n in rejected for n in names]))
-    ev.scored = [i for i, n in enumerate(names) if n not in rejected]
-    ev.scores = [s for n, s in zip(names, scores, strict=False) if n not in rejected]
+    if scores is not None:
+        ev.scored = [i for i, n in enumerate(names) if n not in rejected]
+        ev.scores = [s for n, s in zip(names, scores, strict=False) if n not in rejected]
 
     found = ev.best()
 
