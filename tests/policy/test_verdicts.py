@@ -121,16 +121,22 @@ def test_a_node_is_unresolvable_when_any_rule_that_rejected_it_is(
     assert ev.rejected() == expected
 
 
-def test_past_sixty_rules_a_node_rejected_only_by_the_last_ones_keeps_their_messages() -> None:
-    """More plain rules than the bits of a number: a node rejected by rule 68 alone, one by
-    rule 69 alone (unresolvable), and one by every rule are listed with their rules'
-    messages, as with a few rules."""
-    ev = Evaluation("v1", [], ["every", "late", "later"])
-    for k in range(70):
-        mask = np.array([True, k == 68, k == 69])
-        ev.add_plain(Rejection("p", f"r{k}", f"no {k}", unresolvable=k == 69), mask)
-    every = MESSAGE_SEPARATOR.join(f"no {k}" for k in range(70))
-    assert ev.rejected() == ({"late": "no 68"}, {"every": every, "later": "no 69"})
+@pytest.mark.parametrize("count", [8, 9, 12, 13, 40, 60, 61, 64, 70])
+def test_however_many_rules_a_node_rejected_only_by_the_last_ones_keeps_their_messages(
+    count: int,
+) -> None:
+    """Past the rules one byte holds (8), past those a table of every combination holds
+    (12), past the bits of a number (60 and more): a node rejected by the first rule alone,
+    one by the one before last alone, one by the last alone (unresolvable), and one by
+    every rule are listed with their rules' messages, as with a few rules."""
+    ev = Evaluation("v1", [], ["every", "first", "late", "later", "none"])
+    for k in range(count):
+        mask = np.array([True, k == 0, k == count - 2, k == count - 1, False])
+        ev.add_plain(Rejection("p", f"r{k}", f"no {k}", unresolvable=k == count - 1), mask)
+    every = MESSAGE_SEPARATOR.join(f"no {k}" for k in range(count))
+    failed = {"first": "no 0", "late": f"no {count - 2}"}
+    assert ev.rejected() == (failed, {"every": every, "later": f"no {count - 1}"})
+    assert ev.feasible_names() == ["none"]
 
 
 @pytest.mark.parametrize(
