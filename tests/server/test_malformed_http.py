@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from gunicorn.http import errors as http_errors
 
+from policyext.server import statuses
 from tests.server.harness import ExtenderServer
 from tests.server.test_chunked_framing import exchange
 
@@ -106,3 +108,33 @@ def test_http_the_parser_refuses_is_its_status_with_a_json_error_and_the_connect
     assert malformed.says in error["error"], error
     assert demo_server.get("/healthz").status == 200
     assert demo_server.stderr_text().count("Traceback") == tracebacks
+
+
+# what gunicorn's Python parser raises where its C parser (the one `serve` runs) says
+# InvalidHeader, and the chunk errors of a body gunicorn reads itself (the worker reads
+# chunked bodies before it does): no request reaches these through `serve` today, and
+# should a parser raise them, they are still answered as the others. Beside them, one
+# that requests do reach (above), refused with another status.
+PARSER_ERRORS = [
+    (http_errors.ObsoleteFolding("X-Folded"), 400, "bad request: Obsolete line folding"),
+    (http_errors.InvalidChunkSize(b"zz"), 400, "bad request: Invalid chunk size"),
+    (http_errors.ChunkMissingTerminator(b"xy"), 400, "bad request: Invalid chunk terminator"),
+    (http_errors.LimitRequestLine(9000, 8190), 414, "uri too long: Request Line is too large"),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "begins"), PARSER_ERRORS, ids=[type(e[0]).__name__ for e in PARSER_ERRORS]
+)
+def test_a_parser_error_no_request_reaches_through_serve_is_still_refused_with_its_status(
+    error: Exception, status: int, begins: str
+) -> None:
+    refused = statuses.malformed(error)
+
+    assert refused is not None
+    assert refused.status == status
+    assert refused.message.startswith(begins), refused.message
+
+
+def test_a_response_header_error_is_left_to_gunicorn() -> None:
+    assert statuses.malformed(http_errors.InvalidResponseHeader("X-Bad")) is None
