@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policyext.policy import verdicts
 from policyext.policy.verdicts import MESSAGE_SEPARATOR, Evaluation, Rejection
 
 
@@ -200,3 +201,22 @@ def test_the_best_node_an_explanation_names_is_the_first_feasible_one_of_the_hig
     found = ev.best()
 
     assert (found.name if found is not None else None) == best
+
+
+def test_the_messages_worked_out_for_some_rules_are_kept_for_the_next_request_and_bounded() -> None:
+    """A request's plain rejections are worked out into messages once and kept, beside
+    those of other rules, for the next request with the same rules; the store of them
+    never holds more than its bound."""
+    verdicts._FILED.clear()
+    mask = np.array([True])
+    first = [(Rejection("p", "a", "no a"), mask)]
+    other = [(Rejection("p", "b", "no b"), mask)]
+
+    kept = verdicts._filed_table(first, [1])
+    verdicts._filed_table(other, [1])
+
+    assert verdicts._filed_table(first, [1]) is kept
+    assert kept == {1: (False, "no a")}
+    for k in range(verdicts._FILED_KEPT + 10):
+        verdicts._filed_table([(Rejection("p", f"r{k}", "no"), mask)], [1])
+    assert 0 < len(verdicts._FILED) <= verdicts._FILED_KEPT
