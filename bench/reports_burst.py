@@ -41,22 +41,13 @@ from bench.throughput import (
 )
 from tests.e2e.binaries import ensure_binaries
 from tests.e2e.controlplane import POLICYEXT, ControlPlane, KubeClient
-from tests.e2e.extender import Extender, eventually, scheduler_config
+from tests.e2e.extender import Extender, scheduler_config
+from tests.e2e.policies import AUDIT_SPOT_NODES
 from tests.e2e.rbac import grant_extender_rbac, wait_until_granted
 from tests.e2e.reports import grant_report_rights, install_report_crd
+from tests.waiting import eventually
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-AUDIT_POLICY = """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: rollout
-spec:
-  filters:
-    - name: no-spot-nodes
-      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
-      mode: Audit
-"""
 IDLE_SECONDS = 30
 SAMPLE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -157,7 +148,6 @@ def _outcomes(extender: Extender, into: dict[str, float]) -> dict[str, float]:
 def measure_offer(nodes: int = 500, offers: int = 20_000) -> str:
     """`offer` for a pod an Audit filter applies to (queued), for one none applies to (the
     early return), and the filter evaluation of `nodes` nodes, in one process."""
-    from bench.audit_events import POLICY
     from bench.audit_events import _nodes as audit_nodes
     from policyext.cluster.cache import ClusterSource
     from policyext.cluster.policy_reports import PolicyReports
@@ -182,9 +172,9 @@ def measure_offer(nodes: int = 500, offers: int = 20_000) -> str:
             writer.offer(pod, ev)
         return (time.perf_counter() - started) / offers
 
-    queued = per_offer(POLICY)
-    skipped = per_offer(POLICY.replace("mode: Audit", "mode: Enforce"))
-    policies = load_policy_texts({"rollout.yaml": POLICY})
+    queued = per_offer(AUDIT_SPOT_NODES)
+    skipped = per_offer(AUDIT_SPOT_NODES.replace("mode: Audit", "mode: Enforce"))
+    policies = load_policy_texts({"rollout.yaml": AUDIT_SPOT_NODES})
     evaluations = []
     for _ in range(30):
         started = time.perf_counter()
@@ -223,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(folder)
         rules = work / "rules"
         rules.mkdir()
-        (rules / "rollout.yaml").write_text(AUDIT_POLICY)
+        (rules / "rollout.yaml").write_text(AUDIT_SPOT_NODES)
         with ControlPlane(binaries, work / "plane") as plane:
             admin = plane.client()
             grant_extender_rbac(admin)

@@ -13,8 +13,9 @@ only when a cluster is configured, so the other commands start without it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from policyext.cluster.rules_dir import POLL_INTERVAL
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from policyext.cluster.client import ClusterSettings
     from policyext.cluster.rules_configmap import ConfigMapRef
 
+T = TypeVar("T")
 # the server's own defaults (server/app.py Options), repeated so that reading the settings
 # does not import the web stack
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
@@ -308,30 +310,25 @@ class WebhookSettings:
 
 def whole_number(text: str, flag: str) -> int:
     """A count given as text (a flag or an environment variable)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise SettingsError(
-            f"{flag} must be a whole number of at least 1, got {text!r}", usage=True
-        ) from None
+    return _parsed(text, int, flag, "a whole number of at least 1")
 
 
 def seconds(text: str, flag: str) -> float:
     """A duration in seconds given as text."""
-    try:
-        return float(text)
-    except ValueError:
-        raise SettingsError(
-            f"{flag} must be a positive number of seconds, got {text!r}", usage=True
-        ) from None
+    return _parsed(text, float, flag, "a positive number of seconds")
 
 
 def number(text: str, flag: str) -> float:
     """A number given as text (0 allowed)."""
+    return _parsed(text, float, flag, "a number")
+
+
+def _parsed(text: str, parse: Callable[[str], T], flag: str, what: str) -> T:
+    """`text` read by `parse`; a usage error saying what `flag` takes when it cannot be."""
     try:
-        return float(text)
+        return parse(text)
     except ValueError:
-        raise SettingsError(f"{flag} must be a number, got {text!r}", usage=True) from None
+        raise SettingsError(f"{flag} must be {what}, got {text!r}", usage=True) from None
 
 
 def preflight(settings: Settings) -> list[Issue] | None:

@@ -28,20 +28,18 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import kubernetes.client as k8s
 import orjson
 
+from policyext.cluster import events
 from policyext.cluster.client import ApiClients
 from policyext.policy import Evaluation
 
 log = logging.getLogger("policyext.cluster.audit")
 
 EVENT_REASON: Final = "PolicyAudit"
-EVENT_COMPONENT: Final = "policyext"
-EVENT_MESSAGE_LIMIT: Final = 1024
 NODES_NAMED: Final = 5  # per rule, in the message
 DEFAULT_RATE: Final = 5.0  # Events a second, per worker
 BURST: Final = 20
@@ -83,13 +81,10 @@ class AuditFinding:
             more = f", and {count - len(nodes)} more" if count > len(nodes) else ""
             word = "node" if count == 1 else "nodes"
             parts.append(f"{rule} on {count} {word} ({', '.join(nodes)}{more})")
-        text = (
+        return (
             f"Audit rules would have rejected nodes (policy version {self.version}): "
             + "; ".join(parts)
         )
-        if len(text) > EVENT_MESSAGE_LIMIT:
-            text = text[: EVENT_MESSAGE_LIMIT - 3] + "..."
-        return text
 
 
 def audit_finding(pod: Mapping[str, Any], ev: Evaluation) -> AuditFinding | None:
@@ -113,7 +108,6 @@ def audit_finding(pod: Mapping[str, Any], ev: Evaluation) -> AuditFinding | None
 
 
 def event_body(finding: AuditFinding, instance: str) -> dict[str, Any]:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     # one name per finding: several workers recording the same one collapse into one Event
     digest = hashlib.sha256(repr(finding.key).encode()).hexdigest()[:12]
     involved: dict[str, Any] = {
@@ -124,24 +118,8 @@ def event_body(finding: AuditFinding, instance: str) -> dict[str, Any]:
     }
     if finding.uid:
         involved["uid"] = finding.uid
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{finding.name[:200]}.policyext-audit.{digest}",
-            "namespace": finding.namespace,
-        },
-        "involvedObject": involved,
-        "reason": EVENT_REASON,
-        "message": finding.message(),
-        "type": "Normal",
-        "source": {"component": EVENT_COMPONENT},
-        "reportingComponent": EVENT_COMPONENT,
-        "reportingInstance": instance,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
+    name = f"{finding.name[:200]}.policyext-audit.{digest}"
+    return events.event_body(name, involved, EVENT_REASON, finding.message(), "Normal", instance)
 
 
 class TokenBucket:

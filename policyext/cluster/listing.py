@@ -20,10 +20,10 @@ from policyext.cluster.client import ApiClients
 from policyext.cluster.rules_configmap import ConfigMapRef, policy_texts
 from policyext.cluster.rules_crd import GROUP, PLURAL, RESOURCE, VERSION, PolicyObjects, policy_text
 from policyext.cluster.snapshot import SnapshotError, SnapshotSource
+from policyext.cluster.watch import list_pages
 from policyext.policy import TEXT_PREFIX
 
 Json = dict[str, Any]
-PAGE_SIZE: Final = 500
 # (connect, read) seconds: a CLI should say "unreachable" soon rather than hang
 REQUEST_TIMEOUT: Final = (5.0, 60.0)
 # urllib3 prefixes its reasons with the connection object: noise in a one-line error
@@ -89,26 +89,17 @@ def _list_all(
     call: Callable[..., Any], kind: str, host: str, resource: str, scope: str
 ) -> list[Json]:
     items: list[Json] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"limit": PAGE_SIZE}
-        if token:
-            kwargs["_continue"] = token
-        try:
-            response = call(_preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
-            try:
-                body = orjson.loads(response.data)
-            finally:
-                response.release_conn()
-        except (ApiException, urllib3.exceptions.HTTPError, OSError, orjson.JSONDecodeError) as e:
-            raise ClusterReadError(describe_failure(e, host, "list", resource, scope)) from None
-        for item in body.get("items") or []:
-            # the items of a list carry no kind; the snapshot source sorts objects by it
-            item.setdefault("kind", kind)
-            items.append(item)
-        token = (body.get("metadata") or {}).get("continue")
-        if not token:
-            return items
+    try:
+        for body in list_pages(
+            lambda kwargs: call(_preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+        ):
+            for item in body.get("items") or []:
+                # the items of a list carry no kind; the snapshot source sorts objects by it
+                item.setdefault("kind", kind)
+                items.append(item)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError, orjson.JSONDecodeError) as e:
+        raise ClusterReadError(describe_failure(e, host, "list", resource, scope)) from None
+    return items
 
 
 def describe_failure(error: Exception, host: str, verb: str, resource: str, scope: str) -> str:

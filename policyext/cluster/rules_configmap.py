@@ -14,11 +14,11 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from kubernetes import client as k8s
 
+from policyext.cluster import events
 from policyext.cluster.client import ApiClients
 from policyext.cluster.watch import Json, ReflectedSource, Reflector
 from policyext.policy import POLICY_SUFFIXES
@@ -156,10 +156,6 @@ class _Handler:
         pass
 
 
-EVENT_COMPONENT: Final = "policyext"
-EVENT_MESSAGE_LIMIT: Final = 1024
-
-
 class PolicyEvents:
     """Kubernetes Events on the policy ConfigMap: PolicyRejected (Warning) with the first
     errors, PolicyApplied (Normal) with the version now served.
@@ -192,31 +188,14 @@ class PolicyEvents:
 
 
 def event_body(state: ConfigMapState, reason: str, message: str, instance: str) -> dict[str, Any]:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if len(message) > EVENT_MESSAGE_LIMIT:
-        message = message[: EVENT_MESSAGE_LIMIT - 3] + "..."
-    return {
+    involved = {
         "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{state.ref.name}.{state.resource_version}.{reason.lower()}",
-            "namespace": state.ref.namespace,
-        },
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "namespace": state.ref.namespace,
-            "name": state.ref.name,
-            "uid": state.uid,
-            "resourceVersion": state.resource_version,
-        },
-        "reason": reason,
-        "message": message,
-        "type": "Normal" if reason == "PolicyApplied" else "Warning",
-        "source": {"component": EVENT_COMPONENT},
-        "reportingComponent": EVENT_COMPONENT,
-        "reportingInstance": instance,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
+        "kind": "ConfigMap",
+        "namespace": state.ref.namespace,
+        "name": state.ref.name,
+        "uid": state.uid,
+        "resourceVersion": state.resource_version,
     }
+    name = f"{state.ref.name}.{state.resource_version}.{reason.lower()}"
+    kind = "Normal" if reason == "PolicyApplied" else "Warning"
+    return events.event_body(name, involved, reason, message, kind, instance)

@@ -178,24 +178,13 @@ class Reflector:
     def _list(self) -> str:
         started = self.clock()
         items: list[Json] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"limit": PAGE_SIZE}
-            if token:
-                kwargs["_continue"] = token
-            page = self._call(kwargs, read_timeout=60.0)
-            try:
-                body = orjson.loads(page.data)
-            finally:
-                page.release_conn()
+        meta: Json = {}
+        for body in list_pages(lambda kwargs: self._call(kwargs, read_timeout=60.0)):
             found = body.get("items") or []
             meta = body.get("metadata") or {}
             items.extend(map(self.keep, found) if self.keep is not None else found)
             del body, found  # this page's whole objects go before the next page comes
-            token = meta.get("continue")
-            if not token:
-                version = str(meta.get("resourceVersion", ""))
-                break
+        version = str(meta.get("resourceVersion", ""))
         self.handler.replace(items, started)
         self.relists += 1
         self.last_error = ""
@@ -258,6 +247,29 @@ class Reflector:
             if e.status == 410:
                 raise Gone(str(e.reason)) from e
             raise
+
+
+def list_pages(fetch: Callable[[dict[str, Any]], Any]) -> Iterator[Json]:
+    """The pages of a list, decoded, in order: `fetch` asks for one with the arguments
+    given (a `limit`, and the `_continue` token of the page before) and returns the response
+    unread. Each page's connection is released before the page is handed on, and the page is
+    let go before the next is read (a page holds PAGE_SIZE whole objects): the last page's
+    metadata has the list's resourceVersion."""
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"limit": PAGE_SIZE}
+        if token:
+            kwargs["_continue"] = token
+        response = fetch(kwargs)
+        try:
+            body = orjson.loads(response.data)
+        finally:
+            response.release_conn()
+        token = (body.get("metadata") or {}).get("continue")
+        yield body
+        del body
+        if not token:
+            return
 
 
 def _lines(response: Any) -> Iterator[bytes]:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from policyext.cli.inputs import crd_rules
-from policyext.cluster import listing
+from policyext.cluster import watch
 from policyext.cluster.listing import schedulingpolicy_objects
 from tests.cli.run import RULES, policyext
 from tests.cluster.fake_core import fake_api
@@ -45,7 +45,7 @@ def _examples() -> list[Json]:
 def test_every_page_of_objects_is_read_as_the_watch_names_and_writes_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(listing, "PAGE_SIZE", 2)
+    monkeypatch.setattr(watch, "PAGE_SIZE", 2)
     custom = _custom(*_examples())
     listed = schedulingpolicy_objects(fake_api(custom=custom))
     assert custom.lists == (len(EXAMPLES) + 1) // 2

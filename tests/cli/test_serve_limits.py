@@ -48,8 +48,25 @@ def test_the_body_limit_follows_the_configuration(
         (["--introspection", "maybe"], "--introspection must be on or off, got 'maybe'"),
         (["--max-connections", "0"], "--max-connections must be a whole number of at least 1"),
         (["--max-body", "1000", "--max-buffered", "999"], "--max-buffered (999) must be at least"),
+        (["--workers", "two"], "--workers must be a whole number of at least 1, got 'two'"),
+        (
+            ["--read-timeout", "soon"],
+            "--read-timeout must be a positive number of seconds, got 'soon'",
+        ),
+        (["--shutdown-delay", "later"], "--shutdown-delay must be a number, got 'later'"),
     ],
-    ids=["allow without CA", "no host", "no such port", "one address", "not on/off", "0", "tiny"],
+    ids=[
+        "allow without CA",
+        "no host",
+        "no such port",
+        "one address",
+        "not on/off",
+        "0",
+        "tiny",
+        "a count in words",
+        "a duration in words",
+        "a number in words",
+    ],
 )
 def test_a_wrong_access_or_limit_flag_is_a_usage_error(flags: list[str], says: str) -> None:
     done = policyext("serve", "--rules", RULES, *flags)

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from policyext.cluster.audit_events import (
-    EVENT_MESSAGE_LIMIT,
     NODES_NAMED,
     AuditEvents,
     AuditFinding,
@@ -19,6 +18,7 @@ from policyext.cluster.audit_events import (
     event_body,
 )
 from policyext.cluster.cache import ClusterSource
+from policyext.cluster.events import EVENT_MESSAGE_LIMIT
 from policyext.policy.compile import load_policy_texts
 from policyext.policy.engine import evaluate
 from tests.cluster.fake_core import FakeCore, fake_api

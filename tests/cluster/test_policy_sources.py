@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from policyext.cluster.events import EVENT_MESSAGE_LIMIT
 from policyext.cluster.policy_sources import EVENT_ISSUES, PolicySources, event_message
 from policyext.cluster.rules_configmap import (
-    EVENT_MESSAGE_LIMIT,
     ConfigMapNameError,
     ConfigMapRef,
     ConfigMapState,

@@ -13,23 +13,13 @@ import pytest
 
 from tests.e2e.controlplane import ControlPlane, KubeClient, fake_node, pod
 from tests.e2e.extender import Extender, scheduler_config
+from tests.e2e.policies import AUDIT_SPOT_NODES
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.e2e
 
 SCHEDULER = "policy-audit"
 NOBODY = "no-such-scheduler"
-ROLLOUT = """\
-apiVersion: policyext.io/v1alpha1
-kind: SchedulingPolicy
-metadata:
-  name: rollout
-spec:
-  filters:
-    - name: no-spot-nodes
-      expression: "node.metadata.?labels[?'lifecycle'].orValue('') != 'spot'"
-      mode: Audit
-"""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +29,7 @@ def extender(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Extender]:
     rules = tmp_path_factory.mktemp("audit-rules")
-    (rules / "rollout.yaml").write_text(ROLLOUT)
+    (rules / "rollout.yaml").write_text(AUDIT_SPOT_NODES)
     server = Extender(
         control_plane, policyext_kubeconfig, [rules], name="policyext-audit", binds_for=SCHEDULER
     )

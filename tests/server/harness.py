@@ -215,10 +215,21 @@ def start_server(
     `flags` are passed as they are; `ops` adds `--ops-bind` on another free port. Each server gets a private XDG_RUNTIME_DIR and TMPDIR:
     gunicorn puts its control socket under the first (shared by every gunicorn of the user
     otherwise) and the metrics directory of several workers goes under the second."""
-    for _attempt in range(3):  # a free port can be taken between probing and binding
-        server = _launch(workdir, flags, rules, snapshot, env, tls, ops)
+    return start_on_a_free_port(
+        lambda: _launch(workdir, flags, rules, snapshot, env, tls, ops), "serve", "/readyz"
+    )
+
+
+def start_on_a_free_port(
+    launch: Callable[[], ExtenderServer], command: str, probe: str
+) -> ExtenderServer:
+    """Launch a server (`launch` picks a free port) and wait until GET `probe` answers 200
+    on its probe port; launch it again, up to three times, when the port was taken
+    between probing and binding. `command` (`serve`, `webhook`) names it in errors."""
+    for _attempt in range(3):
+        server = launch()
         try:
-            _wait_ready(server)
+            _wait_answering(server, command, probe)
         except ServerFailedToStart:
             server.stop()
             if "Address already in use" in server.stderr_text():
@@ -263,18 +274,18 @@ def _launch(
     return ExtenderServer(process, port, workdir, tls, ops_port=ops_port)
 
 
-def _wait_ready(server: ExtenderServer) -> None:
+def _wait_answering(server: ExtenderServer, command: str, probe: str) -> None:
     deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerFailedToStart(
-                f"policyext serve exited with {server.process.returncode}:\n"
+                f"policyext {command} exited with {server.process.returncode}:\n"
                 + server.stderr_text()[-4000:]
             )
         try:
-            if server.request("GET", "/readyz", port=server.probe_port).status == 200:
+            if server.request("GET", probe, port=server.probe_port).status == 200:
                 return
         except (OSError, http.client.HTTPException):
             pass
         time.sleep(0.1)
-    raise ServerFailedToStart("not ready in time:\n" + server.stderr_text()[-4000:])
+    raise ServerFailedToStart(f"no 200 from {probe} in time:\n" + server.stderr_text()[-4000:])

@@ -4,24 +4,22 @@ server (tests/e2e/test_webhook.py)."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import ssl
 import subprocess
-import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tests.server.harness import (
     REPO,
     ExtenderServer,
-    ServerFailedToStart,
     clean_environment,
     free_port,
     policyext_command,
+    start_on_a_free_port,
 )
-from tests.waiting import PATIENCE
 
 PATH = "/validate-schedulingpolicy"
 
@@ -31,53 +29,34 @@ def start_webhook(
 ) -> ExtenderServer:
     """Start `policyext webhook` with the certificate `cert` and wait until /healthz
     answers over TLS (`tls`: how the tests connect)."""
-    for _attempt in range(3):  # a free port can be taken between probing and binding
-        port = free_port()
-        folder = workdir / f"webhook-{port}"
-        (folder / "run").mkdir(parents=True, exist_ok=True)
-        command = [
-            *policyext_command(),
-            "webhook",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--tls-cert",
-            str(cert),
-            "--tls-key",
-            str(key),
-            *flags,
-        ]
-        env = clean_environment({"XDG_RUNTIME_DIR": str(folder / "run")})
-        with (folder / "stdout.log").open("wb") as out, (folder / "stderr.log").open("wb") as err:
-            process = subprocess.Popen(
-                command, stdout=out, stderr=err, cwd=REPO, env=env, start_new_session=True
-            )
-        server = ExtenderServer(process, port, folder, tls)
-        try:
-            _wait_healthy(server)
-        except ServerFailedToStart:
-            server.stop()
-            if "Address already in use" in server.stderr_text():
-                continue
-            raise
-        return server
-    raise ServerFailedToStart("no free port found")
+    return start_on_a_free_port(
+        lambda: _launch(workdir, cert, key, tls, flags), "webhook", "/healthz"
+    )
 
 
-def _wait_healthy(server: ExtenderServer) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise ServerFailedToStart(
-                f"policyext webhook exited with {server.process.returncode}:\n"
-                + server.stderr_text()[-4000:]
-            )
-        try:
-            if server.request("GET", "/healthz").status == 200:
-                return
-        except (OSError, http.client.HTTPException):
-            pass
-        time.sleep(0.1)
-    raise ServerFailedToStart("not healthy in time:\n" + server.stderr_text()[-4000:])
+def _launch(
+    workdir: Path, cert: Path, key: Path, tls: ssl.SSLContext, flags: Sequence[str]
+) -> ExtenderServer:
+    port = free_port()
+    folder = workdir / f"webhook-{port}"
+    (folder / "run").mkdir(parents=True, exist_ok=True)
+    command = [
+        *policyext_command(),
+        "webhook",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        *flags,
+    ]
+    env = clean_environment({"XDG_RUNTIME_DIR": str(folder / "run")})
+    with (folder / "stdout.log").open("wb") as out, (folder / "stderr.log").open("wb") as err:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, cwd=REPO, env=env, start_new_session=True
+        )
+    return ExtenderServer(process, port, folder, tls)
 
 
 def review(obj: dict[str, Any] | None, operation: str = "CREATE") -> dict[str, Any]:
