@@ -85,25 +85,44 @@ def test_readyz_reports_the_policy_version_and_each_check(
     assert without.json()["checks"] == {"policies": "loaded"}
 
 
+def _listed_as_written(folder: Path) -> list[dict[str, Any]]:
+    """What /policies should list for the policy files of `folder`, read from the YAML as
+    written with the defaults of the format (the design's policy-format): a filter's failurePolicy
+    is its policy's, Fail when neither says; mode Enforce; weight 1; normalize Clamp."""
+    listed = []
+    for path in sorted(folder.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") != "SchedulingPolicy":
+                continue
+            spec = doc["spec"]
+            default = spec.get("failurePolicy", "Fail")
+            filters = [
+                {
+                    "name": f["name"],
+                    "mode": f.get("mode", "Enforce"),
+                    "failurePolicy": f.get("failurePolicy", default),
+                }
+                for f in spec.get("filters", [])
+            ]
+            scores = [
+                {
+                    "name": s["name"],
+                    "weight": s.get("weight", 1),
+                    "normalize": s.get("normalize", "Clamp"),
+                }
+                for s in spec.get("scores", [])
+            ]
+            listed.append({"name": doc["metadata"]["name"], "filters": filters, "scores": scores})
+    return sorted(listed, key=lambda policy: policy["name"])
+
+
 def test_policies_lists_every_rule_with_its_settings(
     demo_server: ExtenderServer, policies: PolicySet
 ) -> None:
     listing = demo_server.get("/policies").json()
     assert listing["version"] == policies.version
-    assert listing["policies"] == [
-        {
-            "name": p.name,
-            "filters": [
-                {"name": f.rule.name, "mode": f.rule.mode, "failurePolicy": f.failure_policy}
-                for f in p.filters
-            ],
-            "scores": [
-                {"name": s.rule.name, "weight": s.rule.weight, "normalize": s.rule.normalize}
-                for s in p.scores
-            ],
-        }
-        for p in policies.policies
-    ]
+    by_name = sorted(listing["policies"], key=lambda policy: policy["name"])
+    assert by_name == _listed_as_written(RULES)
     assert {Path(s).name for s in listing["sources"]} >= {f.name for f in RULES.glob("*.yaml")}
     assert listing["lastReload"]["ok"] is True
     assert listing["lastReload"]["version"] == policies.version
