@@ -56,7 +56,6 @@ __all__ = [
     "Rejection",
     "RuleScore",
     "evaluate",
-    "final_score",
     "prepare",
 ]
 
@@ -744,8 +743,8 @@ def _score(
                     )
     ev.scored = indices
     if weights:
-        # final_score for every node at once: each normalised score is in [0, 10], so the
-        # weighted mean is too and truncation is floor()
+        # floor(Σ wᵢ·sᵢ / Σ wᵢ + 0.5) for every node at once: each normalised score is in
+        # [0, 10], so the weighted mean is too and truncation is floor()
         inverse = 1.0 / weights
         ev.scores = (totals * inverse + 0.5).astype(np.int64).tolist()
     else:
@@ -754,13 +753,6 @@ def _score(
     if detail:
         for k, i in enumerate(indices):
             _verdict(ev, i).scores = details[k]
-
-
-def final_score(weighted_sum: float, weights: int) -> int:
-    """floor(Σ wᵢ·sᵢ / Σ wᵢ + 0.5): an integer 0..10; 0 when no score rule applies."""
-    if weights == 0:
-        return 0
-    return max(0, min(MAX_SCORE, math.floor(weighted_sum / weights + 0.5)))
 
 
 def _why_not_a_number(value: object) -> str:

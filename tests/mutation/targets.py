@@ -75,7 +75,7 @@ TARGETS: Final = (
         "normalise",
         "policyext/policy/engine.py",
         ("tests/policy/test_engine.py", "tests/server/test_wire_format.py"),
-        within=("_normalize", "final_score"),
+        within=("_normalize", "_score"),
     ),
     Target(
         "verdicts",

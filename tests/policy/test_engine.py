@@ -6,7 +6,6 @@ import pytest
 
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet
-from policyext.policy.engine import final_score
 from tests.policy.helpers import node, pod, policies, policy, run
 
 NODES = [
@@ -230,6 +229,25 @@ def test_scores_are_clamped_or_rescaled_into_0_to_10_and_errors_score_0(
     assert [v.score for v in result.nodes] == scores
 
 
+@pytest.mark.parametrize(
+    ("normalize", "values", "normalised", "scores"),
+    [
+        ("Clamp", ["-0.5", "0.5", "12.0"], [0.0, 0.5, 10.0], [0, 1, 10]),
+        ("Clamp", ["0.0", "10.0", "9.99"], [0.0, 10.0, 9.99], [0, 10, 10]),
+        ("MinMax", ["-1.0", "0.0", "3.0"], [0.0, 2.5, 10.0], [0, 3, 10]),
+    ],
+    ids=["Clamp below 0, between 0 and 1, above 10", "Clamp at the bounds", "MinMax"],
+)
+def test_each_rule_s_normalised_score_is_shown_and_the_final_score_rounds_it(
+    normalize: str, values: list[str], normalised: list[float], scores: list[int]
+) -> None:
+    table = ", ".join(f"'{n['metadata']['name']}': {v}" for n, v in zip(NODES, values, strict=True))
+    rule = f'- {{name: v, normalize: {normalize}, expression: "{{{table}}}[node.metadata.name]"}}'
+    result = run(policies(score_policy(rule)), pod(), NODES)
+    assert [v.scores[0].score for v in result.nodes] == normalised
+    assert [v.score for v in result.nodes] == scores
+
+
 INF = "(1e308 * 10.0)"  # CEL doubles overflow to infinity, as in Go
 
 
@@ -280,13 +298,20 @@ def test_the_final_score_is_the_weighted_mean_of_every_applicable_policys_scores
 
 
 @pytest.mark.parametrize(
-    ("weighted", "weights", "expected"),
-    [(0.0, 0, 0), (45.0, 10, 5), (44.9, 10, 4), (25.0, 10, 3), (100.0, 10, 10)],
+    ("rules", "expected"),
+    [
+        ("- {name: r, expression: '4.5'}", 5),
+        ("- {name: r, expression: '4.49'}", 4),
+        ("- {name: r, expression: '9.5'}", 10),
+        ("- {name: r, expression: '0.49'}", 0),
+        ("- {name: a, weight: 3, expression: '3'}\n- {name: b, weight: 1, expression: '5'}", 4),
+        ("- {name: a, weight: 2, expression: '2'}\n- {name: b, weight: 2, expression: '7'}", 5),
+    ],
+    ids=["4.5 up", "4.49 down", "9.5 up", "0.49 down", "3.5 up", "4.5 up, weighted"],
 )
-def test_final_score_rounds_half_up_and_is_0_without_rules(
-    weighted: float, weights: int, expected: int
-) -> None:
-    assert final_score(weighted, weights) == expected
+def test_the_final_score_is_the_weighted_mean_rounded_half_up(rules: str, expected: int) -> None:
+    result = run(policies(score_policy(rules)), pod(), NODES[:1])
+    assert result.nodes[0].score == expected
 
 
 def test_with_no_score_rule_every_node_scores_0() -> None:
