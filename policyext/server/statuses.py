@@ -24,7 +24,12 @@ from typing import Final
 
 import orjson
 from gunicorn.http import errors as http_errors
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import (
+    HTTPException,
+    MethodNotAllowed,
+    NotFound,
+    RequestEntityTooLarge,
+)
 
 from policyext.server import wire
 
@@ -76,14 +81,13 @@ def error_message(error: BaseException, method: str, max_body: int) -> str:
         return str(error)
     if isinstance(error, UnsupportedMediaType):
         return f"expected Content-Type application/json, got {error.args[0]}"
+    if isinstance(error, NotFound):
+        return "no such endpoint"
+    if isinstance(error, MethodNotAllowed):
+        return f"method {method} is not allowed here"
+    if isinstance(error, RequestEntityTooLarge):
+        return body_too_large(max_body).message
     if isinstance(error, HTTPException):
-        code = status_of(error)
-        if code == 404:
-            return "no such endpoint"
-        if code == 405:
-            return f"method {method} is not allowed here"
-        if code == 413:
-            return body_too_large(max_body).message
         return error.description or error.name
     return INTERNAL_ERROR
 

@@ -39,6 +39,7 @@ TARGETS: Final = (
         "statuses",
         "policyext/server/statuses.py",
         (
+            "tests/server/test_statuses.py",
             "tests/server/test_bad_input.py",
             "tests/server/test_path_tricks.py",
             "tests/server/test_hotpath.py",
