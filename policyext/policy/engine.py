@@ -719,8 +719,7 @@ def _score(
             raw, failed = _scores(run, policy.name, rule.compiled, indices)
             if failed:
                 counters.errors += len(failed)
-                key = (policy.name, spec.name)
-                errors[key] = errors.get(key, 0) + len(failed)
+                errors[policy.name, spec.name] = len(failed)  # (a rule's name is its policy's once)
             normalized = _normalize(raw, failed, spec.normalize)
             audit = spec.mode == "Audit"
             if not audit:

@@ -284,6 +284,8 @@ def test_a_score_is_a_finite_number_and_minmax_rescales_without_overflow(
     assert result.score_errors == ({("s", "v"): errors} if errors else {})
     failed = [s.error for v in result.nodes for s in v.scores if s.error is not None]
     assert len(failed) == errors
+    # explain shows no value for a rule that failed on a node, the value for the others
+    assert all((s.value is None) is (s.error is not None) for v in result.nodes for s in v.scores)
     assert all(e.startswith("a score must be a finite number, got ") for e in failed)
 
 
