@@ -219,4 +219,4 @@ def test_the_messages_worked_out_for_some_rules_are_kept_for_the_next_request_an
     assert kept == {1: (False, "no a")}
     for k in range(verdicts._FILED_KEPT + 10):
         verdicts._filed_table([(Rejection("p", f"r{k}", "no"), mask)], [1])
-    assert 0 < len(verdicts._FILED) <= verdicts._FILED_KEPT
+        assert 0 < len(verdicts._FILED) <= verdicts._FILED_KEPT
