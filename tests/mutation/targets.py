@@ -104,6 +104,7 @@ TARGETS: Final = (
         "wire",
         "policyext/server/wire.py",
         (
+            "tests/server/test_wire_args.py",
             "tests/server/test_wire_format.py",
             "tests/server/test_reply_encoding.py",
             "tests/server/test_bad_input.py",
