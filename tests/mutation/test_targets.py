@@ -3,9 +3,12 @@ file renamed or a definition renamed would otherwise only show when someone runs
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from tests.mutation.run import ROOT, definitions
+import pytest
+from cosmic_ray.work_item import MutationSpec
+
+from tests.mutation.run import ROOT, compiles, definitions
 from tests.mutation.targets import TARGETS, Target
 
 
@@ -35,3 +38,22 @@ def test_the_definitions_are_functions_classes_their_methods_and_the_modules_nam
         "C": (9, 12),
         "C.m": (11, 12),
     }
+
+
+@pytest.mark.parametrize(
+    ("source", "operator", "made"),
+    [
+        ("x = 1\n", "core/NumberReplacer", True),
+        (
+            "try:\n    pass\nexcept (os.error, KeyError):\n    pass\n",
+            "core/ExceptionReplacer",
+            None,
+        ),
+    ],
+    ids=["a number changed", "an exception named by attribute, which cosmic-ray cannot replace"],
+)
+def test_a_mutant_is_made_and_compiled_or_said_to_be_one_cosmic_ray_cannot_make(
+    source: str, operator: str, made: bool | None
+) -> None:
+    mutation = MutationSpec(Path("m.py"), operator, 0, (1, 0), (1, 1))
+    assert compiles(source, mutation) is made
