@@ -72,3 +72,15 @@ def test_victims_left_out_are_none(
     found = args.victims["node-a"]
     assert (found.uids, found.num_pdb_violations) == expected
     assert args.meta is False
+
+
+def test_meta_victims_are_read_by_their_uids_alone() -> None:
+    """NodeNameToMetaVictims (a nodeCacheCapable scheduler's): each victim a {"UID": ...}."""
+    body = {
+        "Pod": POD,
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "v-1"}], "NumPDBViolations": 1}},
+    }
+    args = wire.parse_preemption_args(body)
+    found = args.victims["node-a"]
+    assert (found.uids, found.num_pdb_violations, args.meta) == (["v-1"], 1, True)
