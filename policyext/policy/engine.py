@@ -764,24 +764,23 @@ def _normalize(
     raw: npt.NDArray[np.float64], failed: dict[int, object], mode: str
 ) -> npt.NDArray[np.float64]:
     """Clamp into [0, 10], or rescale the request's values linearly to [0, 10] (MinMax).
-    A value that failed scores 0."""
-    if not failed and mode != "MinMax":  # the common case: nothing failed, Clamp
+    A value that failed scores 0: `raw` holds 0.0 there (`_scores`), which Clamp keeps,
+    and which MinMax leaves out of the values it rescales."""
+    if mode != "MinMax":
         return np.where(raw > 0.0, np.minimum(raw, float(MAX_SCORE)), 0.0)
     ok = np.ones(len(raw), np.bool_)
     if failed:
         ok[list(failed)] = False
-    if mode == "MinMax":
-        values = raw[ok]
-        if not len(values):
-            return np.zeros(len(raw), np.float64)
-        low, high = float(values.min()), float(values.max())
-        if high == low:
-            return np.zeros(len(raw), np.float64)
-        span = high - low
-        if math.isinf(span):  # finite values more than the largest double apart
-            # halving is exact, and the halves' span is finite: the same ratios
-            half = low / 2
-            span = high / 2 - half
-            return np.where(ok, (raw / 2 - half) / span * MAX_SCORE, 0.0)
-        return np.where(ok, (raw - low) / span * MAX_SCORE, 0.0)
-    return np.where(ok & (raw > 0.0), np.minimum(raw, float(MAX_SCORE)), 0.0)
+    values = raw[ok]
+    if not len(values):
+        return np.zeros(len(raw), np.float64)
+    low, high = float(values.min()), float(values.max())
+    if high == low:
+        return np.zeros(len(raw), np.float64)
+    span = high - low
+    if math.isinf(span):  # finite values more than the largest double apart
+        # halving is exact, and the halves' span is finite: the same ratios
+        half = low / 2
+        span = high / 2 - half
+        return np.where(ok, (raw / 2 - half) / span * MAX_SCORE, 0.0)
+    return np.where(ok, (raw - low) / span * MAX_SCORE, 0.0)

@@ -229,14 +229,27 @@ def test_scores_are_clamped_or_rescaled_into_0_to_10_and_errors_score_0(
     assert [v.score for v in result.nodes] == scores
 
 
+INF = "(1e308 * 10.0)"  # CEL doubles overflow to infinity, as in Go
+
+
 @pytest.mark.parametrize(
     ("normalize", "values", "normalised", "scores"),
     [
         ("Clamp", ["-0.5", "0.5", "12.0"], [0.0, 0.5, 10.0], [0, 1, 10]),
         ("Clamp", ["0.0", "10.0", "9.99"], [0.0, 10.0, 9.99], [0, 10, 10]),
         ("MinMax", ["-1.0", "0.0", "3.0"], [0.0, 2.5, 10.0], [0, 3, 10]),
+        ("Clamp", [INF, "0.5", "-0.5"], [0.0, 0.5, 0.0], [0, 1, 0]),
+        ("MinMax", [INF, "1.0", "3.0"], [0.0, 0.0, 10.0], [0, 0, 10]),
+        ("MinMax", [INF, "-1.7e308", "1.7e308"], [0.0, 0.0, 10.0], [0, 0, 10]),
     ],
-    ids=["Clamp below 0, between 0 and 1, above 10", "Clamp at the bounds", "MinMax"],
+    ids=[
+        "Clamp below 0, between 0 and 1, above 10",
+        "Clamp at the bounds",
+        "MinMax",
+        "Clamp: a value that is not a finite number scores 0",
+        "MinMax: a value that is not a finite number scores 0, the others are rescaled",
+        "MinMax over more than the largest double: one not a finite number scores 0",
+    ],
 )
 def test_each_rule_s_normalised_score_is_shown_and_the_final_score_rounds_it(
     normalize: str, values: list[str], normalised: list[float], scores: list[int]
@@ -246,9 +259,6 @@ def test_each_rule_s_normalised_score_is_shown_and_the_final_score_rounds_it(
     result = run(policies(score_policy(rule)), pod(), NODES)
     assert [v.scores[0].score for v in result.nodes] == normalised
     assert [v.score for v in result.nodes] == scores
-
-
-INF = "(1e308 * 10.0)"  # CEL doubles overflow to infinity, as in Go
 
 
 @pytest.mark.parametrize(
