@@ -124,6 +124,10 @@ TARGETS: Final = (
             "tests/server/test_preemption.py",
             "tests/server/test_bind_verb.py",
             "tests/server/test_scores_ahead.py",
+            "tests/server/test_repeated_names.py",
+            "tests/server/test_node_sources.py",
+            "tests/server/test_memo.py",
+            "tests/server/test_decision_counts.py",
         ),
     ),
     Target(
