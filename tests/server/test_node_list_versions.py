@@ -151,3 +151,38 @@ def test_a_large_node_list_answers_as_the_general_decoder_does(
     assert (by_general.evaluation.evaluations == 1) is kept
     assert isinstance(fast.nodes, LazyNodes)
     assert fast.nodes.decoded() == (0 if kept else len(sent))
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        {"Pod": "pod"},
+        {"NodeNames": "nodeNames"},
+        {"items": "Items"},
+    ],
+    ids=[
+        "the pod's key in lower case",
+        "NodeNames in another case",
+        "the list's items capitalised",
+    ],
+)
+def test_a_large_body_with_a_key_in_another_case_is_read_as_go_reads_it(
+    spelling: dict[str, str],
+) -> None:
+    """Go's decoder matches keys whatever their case; the fast decoder knows one spelling
+    and leaves any other body to the general decoder, which gives what Go would."""
+    from policyext.server.entrance import extender_args
+    from policyext.server.fastwire import LARGE_BODY
+
+    policy_set = policies(POLICY)
+    nodes = {"metadata": {}, spelling.get("items", "items"): [_padded(n) for n in HELD]}
+    body = orjson.dumps(
+        {
+            spelling.get("Pod", "Pod"): pod(cpu="2"),
+            "Nodes": nodes,
+            spelling.get("NodeNames", "NodeNames"): ["a"],
+        }
+    )
+    assert len(body) > LARGE_BODY
+    general = wire.parse_extender_args(wire.decode(body), check_repeats=False)
+    assert extender_args(policy_set, body) == general
