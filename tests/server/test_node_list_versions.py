@@ -6,6 +6,7 @@ the answer's, so what the scheduler sent always decides."""
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any
 
 import orjson
@@ -186,3 +187,65 @@ def test_a_large_body_with_a_key_in_another_case_is_read_as_go_reads_it(
     assert len(body) > LARGE_BODY
     general = wire.parse_extender_args(wire.decode(body), check_repeats=False)
     assert extender_args(policy_set, body) == general
+
+
+# a policy reading a field of spec, which the fast decoder keeps between metadata's and
+# status' (in the order of their names)
+SPEC_POLICY = policy(
+    "schedulable",
+    """
+    filters:
+      - name: not-cordoned
+        expression: "!node.spec.?unschedulable.orValue(false)"
+    """,
+)
+
+
+def _without(path: tuple[str, ...]) -> dict[str, Any]:
+    bare = _padded(node("bare", {"lifecycle": "on-demand"}, cpu="8"))
+    *parents, last = path
+    held = bare
+    for key in parents:
+        held = held[key]
+    del held[last]
+    return bare
+
+
+@pytest.mark.parametrize(
+    "missing", [("spec",), ("metadata", "labels")], ids=["without spec", "without labels"]
+)
+def test_a_large_node_without_a_field_the_policies_read_before_others_answers_as_in_general(
+    missing: tuple[str, ...],
+) -> None:
+    """The fast decoder keeps only the fields the policies read: a field a Node leaves out
+    is skipped, and those after it are still kept."""
+    from policyext.server.fastwire import decode_fast
+
+    policy_set, source = policies(POLICY, SPEC_POLICY), _source()
+    assert {("spec", "unschedulable"), ("status", "allocatable")} <= policy_set.node_fields
+    sent = [_padded(HELD[0]), _without(missing)]
+    body = orjson.dumps(
+        {"Pod": pod(cpu="2"), "Nodes": {"metadata": {}, "items": sent}, "NodeNames": None}
+    )
+    fast = decode_fast(body, policy_set.node_fields)
+    assert fast is not None
+    general = wire.parse_extender_args(wire.decode(body))
+    by_fast = verbs.run_filter(policy_set, source, fast, NOW)
+    assert by_fast.body == verbs.run_filter(policy_set, source, general, NOW).body
+
+
+def test_the_fast_decoder_leaves_garbage_collection_as_it_found_it() -> None:
+    from policyext.server.fastwire import decode_fast
+
+    body = orjson.dumps(
+        {"Pod": pod(cpu="2"), "Nodes": {"items": [_padded(n) for n in HELD]}, "NodeNames": None}
+    )
+    assert gc.isenabled()
+    assert decode_fast(body, policies(POLICY).node_fields) is not None
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        decode_fast(body, policies(POLICY).node_fields)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
