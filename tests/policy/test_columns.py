@@ -860,6 +860,76 @@ def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
         assert kept == exact
 
 
+# a node value compared with a pod-side part, of each kind the columns compare (`Compare`)
+# and across kinds through `dyn`: nodes a (the pod's values, some written otherwise), b
+# (others) and c (no labels: the node value fails); (the rule, the nodes that pass)
+_SINCE = ("timestamp(node.metadata.labels.since)", "timestamp(pod.metadata.labels.since)")
+_GRACE = ("duration(node.metadata.labels.grace)", "duration(pod.metadata.labels.grace)")
+_SPOT = ("dyn(node.metadata.labels.spot == 'true')", "dyn(pod.metadata.labels.spot == 'true')")
+_RANK = ("dyn(int(node.metadata.labels.rank))", "dyn(int(pod.metadata.labels.rank))")
+COMPARED: dict[str, tuple[str, str]] = {
+    # a timestamp or a duration equals only its own kind (its `==` says false to a
+    # column): the column's operator compares them row by row, whichever side it is on
+    "timestamps equal, the node's first": (f"{_SINCE[0]} == {_SINCE[1]}", "a"),
+    "timestamps unequal, the node's first": (f"{_SINCE[0]} != {_SINCE[1]}", "b"),
+    "timestamps equal, the pod's first": (f"{_SINCE[1]} == {_SINCE[0]}", "a"),
+    "durations equal, written otherwise": (f"{_GRACE[0]} == {_GRACE[1]}", "a"),
+    "durations unequal, the pod's first": (f"{_GRACE[1]} != {_GRACE[0]}", "b"),
+    "durations ordered": (f"{_GRACE[0]} > {_GRACE[1]}", "b"),
+    # CEL orders no bool against a number (an error) and a bool equals no number, where
+    # numpy takes true for 1
+    "a bool ordered against an int": (f"{_SPOT[0]} < {_RANK[1]}", ""),
+    "an int ordered against a bool": (f"{_RANK[0]} <= {_SPOT[1]}", ""),
+    "a bool equal to an int": (f"{_SPOT[0]} == {_RANK[1]}", ""),
+    "an int unequal to a bool": (f"{_RANK[0]} != {_SPOT[1]}", "ab"),
+    # ints and doubles are equal, and ordered, as numbers
+    "an int equal to a double": (f"{_RANK[0]} == dyn(double(pod.metadata.labels.rank))", "a"),
+    "an int ordered against a double": (
+        "int(node.metadata.labels.rank) <= double(pod.metadata.labels.rank)",
+        "a",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPARED))
+def test_a_comparison_of_a_node_value_with_the_pods_answers_as_the_exact_evaluator(
+    case: str,
+) -> None:
+    """With the failing node and without it (every row known: the kept values then decide
+    the rule by themselves), as often as the kept columns are asked, and with the nodes in
+    the request."""
+    from policyext.policy.columns.operators import Compare
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    expression, passing = COMPARED[case]
+    policy_set = policies(
+        policy("p", json.dumps({"filters": [{"name": "r", "expression": expression}]}))
+    )
+    (rule,) = policy_set.policies[0].filters
+    assert type(rule.compiled.plan.columns.root) is Compare  # type: ignore[union-attr]
+    labels = {
+        "a": {"since": "2030-01-01T00:00:00Z", "grace": "1h", "spot": "true", "rank": "1"},
+        "b": {"since": "2031-01-01T00:00:00Z", "grace": "90m", "spot": "false", "rank": "2"},
+        "c": {},
+    }
+    source = ClusterSource(fake_api())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=labels[n]) for n in "abc"])
+    source.replace("pods", [])
+    pod = make_pod(
+        labels={"since": "2030-01-01T00:00:00Z", "grace": "60m", "spot": "true", "rank": "1"}
+    )
+    for names in (list("abc"), list("ab")):
+        for _ in range(3):
+            kept, exact = _kept_and_exact(policy_set, pod, source, names)
+            assert kept == exact
+    nodes = [source.get_node(n) for n in "abc"]
+    in_request = prepare(policy_set, pod, source, NOW).evaluate(nodes)  # type: ignore[arg-type]
+    exact_ev = prepare(policy_set, pod, source, NOW).evaluate(nodes, columns=False)  # type: ignore[arg-type]
+    assert picture(in_request) == picture(exact_ev)
+    assert "".join(exact_ev.feasible_names()) == passing
+
+
 # a filter per form the kept values decide by themselves: a node-only value, a pod-side
 # constant or a node value (either side deciding), a quantity tested against the pod's
 KEPT_DECIDE = """
