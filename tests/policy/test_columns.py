@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from policyext.cel import Quantity
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet, load_policy_texts
@@ -745,9 +746,21 @@ def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str, cha
 
 # -- a quantity tested against a constant, at the edges of its approximation --------------
 # node sizes equal to, a billionth away from, or far from the constants below, in other
-# formats; a negative one; zero
-SIZES = ["1", "1000m", "999999999n", "1000000001n", "0", "-1", "1e-3", "2", "1Gi", "1073741825"]
-CONSTANTS = ["1", "1073741824", "0", "-1", "1m", "999999999n"]
+# formats; a negative one; zero; one past 2^53, whose approximation (a double) is 2^53's
+SIZES = [
+    "1",
+    "1000m",
+    "999999999n",
+    "1000000001n",
+    "0",
+    "-1",
+    "1e-3",
+    "2",
+    "1Gi",
+    "1073741825",
+    "9007199254740993",
+]
+CONSTANTS = ["1", "1073741824", "0", "-1", "1m", "999999999n", "9007199254740992"]
 _OPS = ("==", "!=", "<", "<=", ">", ">=")
 ORDER_TESTS = [
     *(f"{{q}}.compareTo({{c}}) {op} {k}" for op in _OPS for k in (-1, 0, 1)),
@@ -788,6 +801,75 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
         policy_set, make_pod(labels={"size": constant}), source, names
     )
     assert by_columns == exact
+
+
+# the order itself, where it is not tested against an int literal: a score of its own (from
+# either side), and compared with the pod's int
+ORDERS = {
+    "scores": ["{q}.compareTo({c})", "{c}.compareTo({q})"],
+    "filters": ["{q}.compareTo({c}) == int(pod.metadata.labels.order)"],
+}
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_a_quantitys_order_against_a_constant_is_the_exact_evaluators(
+    monkeypatch: pytest.MonkeyPatch, constant: str
+) -> None:
+    """As often as the kept columns are asked, and after a node's size became one that
+    fails (a row unknown, and no quantity kept for it)."""
+    from policyext.policy.columns.quantities import QuantityCompare
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    size = "quantity(node.metadata.?labels[?'size'].orValue('bad'))"
+    quantity = "quantity(pod.metadata.?labels[?'size'].orValue('bad'))"
+    spec = {
+        kind: [
+            {"name": f"{kind[0]}{i}", "expression": order.format(q=size, c=quantity)}
+            for i, order in enumerate(orders)
+        ]
+        for kind, orders in ORDERS.items()
+    }
+    policy_set = policies(policy("p", json.dumps(spec)))
+    (compiled,) = policy_set.policies
+    roots = [rule.compiled.plan.columns.root for rule in compiled.scores]  # type: ignore[union-attr]
+    assert all(type(root) is QuantityCompare and root.admits is None for root in roots)
+    orders = sum(map(len, ORDERS.values()))
+    source = ClusterSource(fake_api())  # fed by hand: no API server
+    names = [f"n{i}" for i in range(len(SIZES) + 1)]
+    source.replace(
+        "nodes",
+        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
+        + [node(names[-1])],
+    )
+    source.replace("pods", [])
+    pod = make_pod(labels={"size": constant, "order": "1"})
+    for _ in range(3):
+        by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
+        assert by_columns == exact
+    # a row whose approximation is clearly on one side of the constant's is decided by it:
+    # only the sizes close to the constant are compared exactly, once per order
+    compared = _exact_compares(monkeypatch)
+    prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
+    c = Quantity.parse(constant).approximate_float()
+    close = [s for s in SIZES if abs(Quantity.parse(s).approximate_float() - c) <= abs(c) * 1e-6]
+    assert 0 < len(compared) <= len(close) * orders
+    source.apply("nodes", "MODIFIED", _modified("n0", "2", labels={"size": "bad"}))
+    by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
+    assert by_columns == exact
+
+
+def _exact_compares(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The quantities compared exactly (`Quantity.compare`) from now on."""
+    compared: list[object] = []
+    compare = Quantity.compare
+
+    def counted(self: Quantity, other: Quantity) -> int:
+        compared.append(self)
+        return compare(self, other)
+
+    monkeypatch.setattr(Quantity, "compare", counted)
+    return compared
 
 
 def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one() -> None:
@@ -1149,6 +1231,33 @@ def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
     assert ran == []
     assert picture(fast) == picture(exact)
     assert "".join(fast.feasible_names()) == passing
+
+
+# a quantity test as an operand of `&&` (not the rule itself, which is answered in one step),
+# from the node's side and from the pod's: decided by the kept values alone all the same
+_NOT_CORDONED = "!node.metadata.?labels[?'cordoned'].hasValue()"
+TESTED_IN_AN_AND = {
+    "the node's side first": f"nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0 && {_NOT_CORDONED}",
+    "the pod's side first": f"podRequests.cpu.isLessThan(nodeInfo.free.cpu) && {_NOT_CORDONED}",
+}
+
+
+@pytest.mark.parametrize("case", list(TESTED_IN_AN_AND))
+def test_a_quantity_test_in_an_and_is_decided_by_the_kept_values_alone_and_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    policy_set, source = _one_rule(
+        {"filters": [{"name": "r", "expression": TESTED_IN_AN_AND[case]}]}, _decide_nodes()
+    )
+    warm = make_pod("warm", cpu="1500m")
+    _keep_values(policy_set, source, warm)
+    pod = make_pod("new", cpu="3")
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert ran == []  # not the columns' full run
+    assert picture(fast) == picture(exact)
+    assert "".join(fast.feasible_names()) == "be"  # (c is cordoned)
 
 
 # the shapes of ONE_STEP whose node value is not of the kind the step reads (a string

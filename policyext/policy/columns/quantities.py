@@ -56,9 +56,10 @@ class QuantityCompare(Operation):
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         target = self.target.run(rows, policy, params)
         arg = self.arg.run(rows, policy, params)
-        sign = 1
-        if isinstance(target, Scalar) and isinstance(arg, Column):
-            target, arg, sign = arg, target, -1
+        # the constant first (`c.compareTo(q)`): compared from its side, the orders swap
+        swapped = isinstance(target, Scalar)
+        if swapped:
+            target, arg = arg, target
         if not (
             isinstance(target, Column)
             and target.kind is Quantity
@@ -69,8 +70,7 @@ class QuantityCompare(Operation):
         constant: Quantity = arg.value
         c = constant.approximate_float()
         if self.admits is not None:
-            # compared from the constant's side when it was the target: the orders swap
-            admits = self.admits if sign > 0 else self.admits[::-1]
+            admits = self.admits[::-1] if swapped else self.admits
             return _order_test(target, constant, c, admits)
         a = target.values
         if _scalable(c):
@@ -90,8 +90,8 @@ class QuantityCompare(Operation):
             close = undecided if target.decided() else undecided & ~target.unknown
             for i in close.nonzero()[0].tolist():
                 order[i] = float(target.object_at(i).compare(constant))
-        if sign < 0:
-            order = -order  # compared from the constant's side when it was the target
+        if swapped:
+            order = -order
         return Column(int, order, target.unknown, decided=target._decided)
 
     def decide(
@@ -104,10 +104,9 @@ class QuantityCompare(Operation):
             return UNDECIDED  # (an order column: `run`'s)
         target = self.target.decide(rows, policy, params, spent)
         arg = self.arg.decide(rows, policy, params, spent)
-        if target is UNDECIDED or arg is UNDECIDED:
-            return UNDECIDED
-        if type(target) is Scalar and type(arg) is Known:
+        if type(target) is Scalar:
             target, arg, admits = arg, target, admits[::-1]  # the orders swap
+        # (an UNDECIDED side is neither Known nor Scalar)
         if not (
             type(target) is Known
             and target.kind is Quantity
