@@ -98,7 +98,7 @@ class QuantityCompare(Operation):
         self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
     ) -> object:
         """A test of the order (`admits`) whose every row is clearly on one side of the
-        constant; any row in the band, NaN, or a constant too near 0 is `run`'s."""
+        constant; any row in the band or NaN, or a constant not finite, is `run`'s."""
         admits = self.admits
         if admits is None:
             return UNDECIDED  # (an order column: `run`'s)
@@ -128,15 +128,17 @@ class QuantityCompare(Operation):
 
 def _scalable(c: float) -> bool:
     """Whether rows can be told apart from a constant approximated as `c` by a margin of
-    its size (a constant this close to 0 but not 0 is no resource amount: compared exactly)."""
-    return math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280)
+    its size: a finite one. (A quantity other than 0 is 1n at least in magnitude, finer
+    ones rounded up when parsed, so the margin never underflows; one past the doubles
+    approximates as an infinity, and `0e400` as NaN: compared exactly.)"""
+    return math.isfinite(c)
 
 
 def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) -> Column:
     """Per row of a column of quantities, whether its order against the constant
     (approximated as `c`) is one the test admits. A row whose approximation is clearly on
     one side of `c` is decided by it; the others (within the band, NaN, or every row of a
-    constant too close to 0 to scale) by comparing the quantities exactly."""
+    constant not finite) by comparing the quantities exactly."""
     a = target.values
     if _scalable(c):
         less, greater = _sides(a, c)
@@ -154,7 +156,7 @@ def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) ->
 def clear_sides(a: npt.NDArray[np.float64], c: float) -> tuple[Mask, Mask, int, int] | None:
     """The rows of approximations `a` clearly less than the constant approximated as `c`,
     those clearly greater, and how many of each, when every row is clearly on one side;
-    None when a row is in the band or NaN, or the constant too near 0 to tell apart."""
+    None when a row is in the band or NaN, or the constant not finite."""
     if not _scalable(c):
         return None
     less, greater = _sides(a, c)
