@@ -804,10 +804,10 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
 
 
 # the order itself, where it is not tested against an int literal: a score of its own (from
-# either side), and compared with the pod's int
+# either side), and compared with the pod's int; and a test of it beside them
 ORDERS = {
     "scores": ["{q}.compareTo({c})", "{c}.compareTo({q})"],
-    "filters": ["{q}.compareTo({c}) == int(pod.metadata.labels.order)"],
+    "filters": ["{q}.compareTo({c}) == int(pod.metadata.labels.order)", "{q}.compareTo({c}) >= 0"],
 }
 
 
