@@ -944,47 +944,53 @@ def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
 
 # a node value compared with a pod-side part, of each kind the columns compare (`Compare`)
 # and across kinds through `dyn`: nodes a (the pod's values, some written otherwise), b
-# (others) and c (no labels: the node value fails); (the rule, the nodes that pass)
+# (others) and c (no labels: the node value fails); (the rule, the nodes that pass, whether
+# the columns compare it: else the exact evaluator does, node by node)
 _SINCE = ("timestamp(node.metadata.labels.since)", "timestamp(pod.metadata.labels.since)")
 _GRACE = ("duration(node.metadata.labels.grace)", "duration(pod.metadata.labels.grace)")
 _SPOT = ("dyn(node.metadata.labels.spot == 'true')", "dyn(pod.metadata.labels.spot == 'true')")
 _RANK = ("dyn(int(node.metadata.labels.rank))", "dyn(int(pod.metadata.labels.rank))")
-COMPARED: dict[str, tuple[str, str]] = {
+COMPARED: dict[str, tuple[str, str, bool]] = {
     # a timestamp or a duration equals only its own kind (its `==` says false to a
     # column): the column's operator compares them row by row, whichever side it is on
-    "timestamps equal, the node's first": (f"{_SINCE[0]} == {_SINCE[1]}", "a"),
-    "timestamps unequal, the node's first": (f"{_SINCE[0]} != {_SINCE[1]}", "b"),
-    "timestamps equal, the pod's first": (f"{_SINCE[1]} == {_SINCE[0]}", "a"),
-    "durations equal, written otherwise": (f"{_GRACE[0]} == {_GRACE[1]}", "a"),
-    "durations unequal, the pod's first": (f"{_GRACE[1]} != {_GRACE[0]}", "b"),
-    "durations ordered": (f"{_GRACE[0]} > {_GRACE[1]}", "b"),
+    "timestamps equal, the node's first": (f"{_SINCE[0]} == {_SINCE[1]}", "a", True),
+    "timestamps unequal, the node's first": (f"{_SINCE[0]} != {_SINCE[1]}", "b", True),
+    "timestamps equal, the pod's first": (f"{_SINCE[1]} == {_SINCE[0]}", "a", True),
+    "durations equal, written otherwise": (f"{_GRACE[0]} == {_GRACE[1]}", "a", True),
+    "durations unequal, the pod's first": (f"{_GRACE[1]} != {_GRACE[0]}", "b", True),
+    "durations ordered": (f"{_GRACE[0]} > {_GRACE[1]}", "b", True),
     # CEL orders no bool against a number (an error) and a bool equals no number, where
     # numpy takes true for 1
-    "a bool ordered against an int": (f"{_SPOT[0]} < {_RANK[1]}", ""),
-    "an int ordered against a bool": (f"{_RANK[0]} <= {_SPOT[1]}", ""),
-    "a bool equal to an int": (f"{_SPOT[0]} == {_RANK[1]}", ""),
-    "an int unequal to a bool": (f"{_RANK[0]} != {_SPOT[1]}", "ab"),
-    # ints and doubles are equal, and ordered, as numbers
-    "an int equal to a double": (f"{_RANK[0]} == dyn(double(pod.metadata.labels.rank))", "a"),
+    "a bool ordered against an int": (f"{_SPOT[0]} < {_RANK[1]}", "", False),
+    "an int ordered against a bool": (f"{_RANK[0]} <= {_SPOT[1]}", "", False),
+    "a bool equal to an int": (f"{_SPOT[0]} == {_RANK[1]}", "", False),
+    "an int unequal to a bool": (f"{_RANK[0]} != {_SPOT[1]}", "ab", False),
+    # ints and doubles are equal, and ordered, as numbers: the columns order them
+    "an int equal to a double": (
+        f"{_RANK[0]} == dyn(double(pod.metadata.labels.rank))",
+        "a",
+        False,
+    ),
     "an int ordered against a double": (
         "int(node.metadata.labels.rank) <= double(pod.metadata.labels.rank)",
         "a",
+        True,
     ),
 }
 
 
 @pytest.mark.parametrize("case", list(COMPARED))
 def test_a_comparison_of_a_node_value_with_the_pods_answers_as_the_exact_evaluator(
-    case: str,
+    monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
-    """With the failing node and without it (every row known: the kept values then decide
-    the rule by themselves), as often as the kept columns are asked, and with the nodes in
-    the request."""
+    """With the failing node and without it, as often as the kept columns are asked, and
+    with the nodes in the request. Once every row is known, the kept values decide a
+    comparison the columns make by themselves."""
     from policyext.policy.columns.operators import Compare
     from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
 
-    expression, passing = COMPARED[case]
+    expression, passing, by_columns = COMPARED[case]
     policy_set = policies(
         policy("p", json.dumps({"filters": [{"name": "r", "expression": expression}]}))
     )
@@ -1005,6 +1011,9 @@ def test_a_comparison_of_a_node_value_with_the_pods_answers_as_the_exact_evaluat
         for _ in range(3):
             kept, exact = _kept_and_exact(policy_set, pod, source, names)
             assert kept == exact
+    ran = _full_runs(monkeypatch)
+    _kept_and_exact(policy_set, pod, source, list("ab"))
+    assert (ran == []) is by_columns
     nodes = [source.get_node(n) for n in "abc"]
     in_request = prepare(policy_set, pod, source, NOW).evaluate(nodes)  # type: ignore[arg-type]
     exact_ev = prepare(policy_set, pod, source, NOW).evaluate(nodes, columns=False)  # type: ignore[arg-type]
