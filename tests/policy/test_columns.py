@@ -774,7 +774,7 @@ ORDER_TESTS = [
 
 @pytest.mark.parametrize("constant", CONSTANTS)
 def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_decides_it(
-    constant: str,
+    monkeypatch: pytest.MonkeyPatch, constant: str
 ) -> None:
     from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
@@ -797,10 +797,20 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
         + [node(names[-1])],
     )
     source.replace("pods", [])
-    by_columns, exact = _kept_and_exact(
-        policy_set, make_pod(labels={"size": constant}), source, names
-    )
+    pod = make_pod(labels={"size": constant})
+    by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
     assert by_columns == exact
+    # the sizes clearly on one side of the constant are decided by their approximations
+    compared = _exact_compares(monkeypatch)
+    prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
+    assert 0 < len(compared) <= len(_close_to(constant)) * len(ORDER_TESTS)
+
+
+def _close_to(constant: str) -> list[str]:
+    """The sizes whose approximations are within a millionth of the constant's: a few
+    hundred times the band of those compared exactly."""
+    c = Quantity.parse(constant).approximate_float()
+    return [s for s in SIZES if abs(Quantity.parse(s).approximate_float() - c) <= abs(c) * 1e-6]
 
 
 # the order itself, where it is not tested against an int literal: a score of its own (from
@@ -851,9 +861,7 @@ def test_a_quantitys_order_against_a_constant_is_the_exact_evaluators(
     # only the sizes close to the constant are compared exactly, once per order
     compared = _exact_compares(monkeypatch)
     prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
-    c = Quantity.parse(constant).approximate_float()
-    close = [s for s in SIZES if abs(Quantity.parse(s).approximate_float() - c) <= abs(c) * 1e-6]
-    assert 0 < len(compared) <= len(close) * orders
+    assert 0 < len(compared) <= len(_close_to(constant)) * orders
     source.apply("nodes", "MODIFIED", _modified("n0", "2", labels={"size": "bad"}))
     by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
     assert by_columns == exact
