@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from policyext.cel import Quantity
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.compile import PolicySet, load_policy_texts
@@ -745,9 +746,21 @@ def test_a_kept_column_takes_the_new_value_of_a_node_that_changed(kind: str, cha
 
 # -- a quantity tested against a constant, at the edges of its approximation --------------
 # node sizes equal to, a billionth away from, or far from the constants below, in other
-# formats; a negative one; zero
-SIZES = ["1", "1000m", "999999999n", "1000000001n", "0", "-1", "1e-3", "2", "1Gi", "1073741825"]
-CONSTANTS = ["1", "1073741824", "0", "-1", "1m", "999999999n"]
+# formats; a negative one; zero; one past 2^53, whose approximation (a double) is 2^53's
+SIZES = [
+    "1",
+    "1000m",
+    "999999999n",
+    "1000000001n",
+    "0",
+    "-1",
+    "1e-3",
+    "2",
+    "1Gi",
+    "1073741825",
+    "9007199254740993",
+]
+CONSTANTS = ["1", "1073741824", "0", "-1", "1m", "999999999n", "9007199254740992"]
 _OPS = ("==", "!=", "<", "<=", ">", ">=")
 ORDER_TESTS = [
     *(f"{{q}}.compareTo({{c}}) {op} {k}" for op in _OPS for k in (-1, 0, 1)),
@@ -761,7 +774,7 @@ ORDER_TESTS = [
 
 @pytest.mark.parametrize("constant", CONSTANTS)
 def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_decides_it(
-    constant: str,
+    monkeypatch: pytest.MonkeyPatch, constant: str
 ) -> None:
     from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
@@ -784,10 +797,87 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
         + [node(names[-1])],
     )
     source.replace("pods", [])
-    by_columns, exact = _kept_and_exact(
-        policy_set, make_pod(labels={"size": constant}), source, names
-    )
+    pod = make_pod(labels={"size": constant})
+    by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
     assert by_columns == exact
+    # the sizes clearly on one side of the constant are decided by their approximations
+    compared = _exact_compares(monkeypatch)
+    prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
+    assert 0 < len(compared) <= len(_close_to(constant)) * len(ORDER_TESTS)
+
+
+def _close_to(constant: str) -> list[str]:
+    """The sizes whose approximations are within a millionth of the constant's: a few
+    hundred times the band of those compared exactly."""
+    c = Quantity.parse(constant).approximate_float()
+    return [s for s in SIZES if abs(Quantity.parse(s).approximate_float() - c) <= abs(c) * 1e-6]
+
+
+# the order itself, where it is not tested against an int literal: a score of its own (from
+# either side), and compared with the pod's int; and a test of it beside them
+ORDERS = {
+    "scores": ["{q}.compareTo({c})", "{c}.compareTo({q})"],
+    "filters": ["{q}.compareTo({c}) == int(pod.metadata.labels.order)", "{q}.compareTo({c}) >= 0"],
+}
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_a_quantitys_order_against_a_constant_is_the_exact_evaluators(
+    monkeypatch: pytest.MonkeyPatch, constant: str
+) -> None:
+    """As often as the kept columns are asked, and after a node's size became one that
+    fails (a row unknown, and no quantity kept for it)."""
+    from policyext.policy.columns.quantities import QuantityCompare
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    size = "quantity(node.metadata.?labels[?'size'].orValue('bad'))"
+    quantity = "quantity(pod.metadata.?labels[?'size'].orValue('bad'))"
+    spec = {
+        kind: [
+            {"name": f"{kind[0]}{i}", "expression": order.format(q=size, c=quantity)}
+            for i, order in enumerate(orders)
+        ]
+        for kind, orders in ORDERS.items()
+    }
+    policy_set = policies(policy("p", json.dumps(spec)))
+    (compiled,) = policy_set.policies
+    roots = [rule.compiled.plan.columns.root for rule in compiled.scores]  # type: ignore[union-attr]
+    assert all(type(root) is QuantityCompare and root.admits is None for root in roots)
+    orders = sum(map(len, ORDERS.values()))
+    source = ClusterSource(fake_api())  # fed by hand: no API server
+    names = [f"n{i}" for i in range(len(SIZES) + 1)]
+    source.replace(
+        "nodes",
+        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
+        + [node(names[-1])],
+    )
+    source.replace("pods", [])
+    pod = make_pod(labels={"size": constant, "order": "1"})
+    for _ in range(3):
+        by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
+        assert by_columns == exact
+    # a row whose approximation is clearly on one side of the constant's is decided by it:
+    # only the sizes close to the constant are compared exactly, once per order
+    compared = _exact_compares(monkeypatch)
+    prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
+    assert 0 < len(compared) <= len(_close_to(constant)) * orders
+    source.apply("nodes", "MODIFIED", _modified("n0", "2", labels={"size": "bad"}))
+    by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
+    assert by_columns == exact
+
+
+def _exact_compares(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The quantities compared exactly (`Quantity.compare`) from now on."""
+    compared: list[object] = []
+    compare = Quantity.compare
+
+    def counted(self: Quantity, other: Quantity) -> int:
+        compared.append(self)
+        return compare(self, other)
+
+    monkeypatch.setattr(Quantity, "compare", counted)
+    return compared
 
 
 def test_a_value_kept_late_for_an_older_version_is_not_taken_for_the_current_one() -> None:
@@ -858,6 +948,85 @@ def test_a_row_a_node_value_fails_on_stays_unknown_through_every_operator(
     for _ in range(3):
         kept, exact = _kept_and_exact(policy_set, pod, source, list("abc"))
         assert kept == exact
+
+
+# a node value compared with a pod-side part, of each kind the columns compare (`Compare`)
+# and across kinds through `dyn`: nodes a (the pod's values, some written otherwise), b
+# (others) and c (no labels: the node value fails); (the rule, the nodes that pass, whether
+# the columns compare it: else the exact evaluator does, node by node)
+_SINCE = ("timestamp(node.metadata.labels.since)", "timestamp(pod.metadata.labels.since)")
+_GRACE = ("duration(node.metadata.labels.grace)", "duration(pod.metadata.labels.grace)")
+_SPOT = ("dyn(node.metadata.labels.spot == 'true')", "dyn(pod.metadata.labels.spot == 'true')")
+_RANK = ("dyn(int(node.metadata.labels.rank))", "dyn(int(pod.metadata.labels.rank))")
+COMPARED: dict[str, tuple[str, str, bool]] = {
+    # a timestamp or a duration equals only its own kind (its `==` says false to a
+    # column): the column's operator compares them row by row, whichever side it is on
+    "timestamps equal, the node's first": (f"{_SINCE[0]} == {_SINCE[1]}", "a", True),
+    "timestamps unequal, the node's first": (f"{_SINCE[0]} != {_SINCE[1]}", "b", True),
+    "timestamps equal, the pod's first": (f"{_SINCE[1]} == {_SINCE[0]}", "a", True),
+    "durations equal, written otherwise": (f"{_GRACE[0]} == {_GRACE[1]}", "a", True),
+    "durations unequal, the pod's first": (f"{_GRACE[1]} != {_GRACE[0]}", "b", True),
+    "durations ordered": (f"{_GRACE[0]} > {_GRACE[1]}", "b", True),
+    # CEL orders no bool against a number (an error) and a bool equals no number, where
+    # numpy takes true for 1
+    "a bool ordered against an int": (f"{_SPOT[0]} < {_RANK[1]}", "", False),
+    "an int ordered against a bool": (f"{_RANK[0]} <= {_SPOT[1]}", "", False),
+    "a bool equal to an int": (f"{_SPOT[0]} == {_RANK[1]}", "", False),
+    "an int unequal to a bool": (f"{_RANK[0]} != {_SPOT[1]}", "ab", False),
+    # ints and doubles are equal, and ordered, as numbers: the columns order them
+    "an int equal to a double": (
+        f"{_RANK[0]} == dyn(double(pod.metadata.labels.rank))",
+        "a",
+        False,
+    ),
+    "an int ordered against a double": (
+        "int(node.metadata.labels.rank) <= double(pod.metadata.labels.rank)",
+        "a",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPARED))
+def test_a_comparison_of_a_node_value_with_the_pods_answers_as_the_exact_evaluator(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """With the failing node and without it, as often as the kept columns are asked, and
+    with the nodes in the request. Once every row is known, the kept values decide a
+    comparison the columns make by themselves."""
+    from policyext.policy.columns.operators import Compare
+    from tests.policy.helpers import node, policies, policy
+    from tests.policy.helpers import pod as make_pod
+
+    expression, passing, by_columns = COMPARED[case]
+    policy_set = policies(
+        policy("p", json.dumps({"filters": [{"name": "r", "expression": expression}]}))
+    )
+    (rule,) = policy_set.policies[0].filters
+    assert type(rule.compiled.plan.columns.root) is Compare  # type: ignore[union-attr]
+    labels = {
+        "a": {"since": "2030-01-01T00:00:00Z", "grace": "1h", "spot": "true", "rank": "1"},
+        "b": {"since": "2031-01-01T00:00:00Z", "grace": "90m", "spot": "false", "rank": "2"},
+        "c": {},
+    }
+    source = ClusterSource(fake_api())  # fed by hand: no API server
+    source.replace("nodes", [node(n, labels=labels[n]) for n in "abc"])
+    source.replace("pods", [])
+    pod = make_pod(
+        labels={"since": "2030-01-01T00:00:00Z", "grace": "60m", "spot": "true", "rank": "1"}
+    )
+    for names in (list("abc"), list("ab")):
+        for _ in range(3):
+            kept, exact = _kept_and_exact(policy_set, pod, source, names)
+            assert kept == exact
+    ran = _full_runs(monkeypatch)
+    _kept_and_exact(policy_set, pod, source, list("ab"))
+    assert (ran == []) is by_columns
+    nodes = [source.get_node(n) for n in "abc"]
+    in_request = prepare(policy_set, pod, source, NOW).evaluate(nodes)  # type: ignore[arg-type]
+    exact_ev = prepare(policy_set, pod, source, NOW).evaluate(nodes, columns=False)  # type: ignore[arg-type]
+    assert picture(in_request) == picture(exact_ev)
+    assert "".join(exact_ev.feasible_names()) == passing
 
 
 # a filter per form the kept values decide by themselves: a node-only value, a pod-side
@@ -1079,6 +1248,33 @@ def test_a_filter_of_a_usual_shape_is_answered_in_one_step_and_exactly(
     assert ran == []
     assert picture(fast) == picture(exact)
     assert "".join(fast.feasible_names()) == passing
+
+
+# a quantity test as an operand of `&&` (not the rule itself, which is answered in one step),
+# from the node's side and from the pod's: decided by the kept values alone all the same
+_NOT_CORDONED = "!node.metadata.?labels[?'cordoned'].hasValue()"
+TESTED_IN_AN_AND = {
+    "the node's side first": f"nodeInfo.free.cpu.compareTo(podRequests.cpu) >= 0 && {_NOT_CORDONED}",
+    "the pod's side first": f"podRequests.cpu.isLessThan(nodeInfo.free.cpu) && {_NOT_CORDONED}",
+}
+
+
+@pytest.mark.parametrize("case", list(TESTED_IN_AN_AND))
+def test_a_quantity_test_in_an_and_is_decided_by_the_kept_values_alone_and_exactly(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from tests.policy.helpers import pod as make_pod
+
+    policy_set, source = _one_rule(
+        {"filters": [{"name": "r", "expression": TESTED_IN_AN_AND[case]}]}, _decide_nodes()
+    )
+    warm = make_pod("warm", cpu="1500m")
+    _keep_values(policy_set, source, warm)
+    pod = make_pod("new", cpu="3")
+    fast, exact, ran = _against_the_exact(monkeypatch, policy_set, source, warm, None, pod)
+    assert ran == []  # not the columns' full run
+    assert picture(fast) == picture(exact)
+    assert "".join(fast.feasible_names()) == "be"  # (c is cordoned)
 
 
 # the shapes of ONE_STEP whose node value is not of the kind the step reads (a string

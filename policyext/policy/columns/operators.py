@@ -31,9 +31,11 @@ from policyext.policy.columns.values import (
 )
 from policyext.policy.masks import Mask
 
-# maps, lists and quantities are compared by the exact evaluator
+# the kinds compared here by `==` and `!=` (maps, lists and quantities are compared by the
+# exact evaluator)
 _COMPARABLE: Final = (bool, int, float, str, Timestamp, Duration)
-# ordered by `<` ... (strings and bools too, but the exact evaluator orders those)
+# the kinds ordered here by `<` ... (strings and bools too, but the exact evaluator orders
+# those)
 _ORDERED: Final = (int, float, Timestamp, Duration)
 
 
@@ -253,6 +255,8 @@ class Compare(Operation):
         self.function = function
         self.op = self.FUNCTIONS[function]
         self.equality = function in ("_==_", "_!=_")
+        # the kinds compared here when both sides are of one kind
+        self.kinds = _COMPARABLE if self.equality else _ORDERED
         self.left = left
         self.right = right
 
@@ -281,19 +285,17 @@ class Compare(Operation):
     def _compared(self, ka: type | None, va: Any, kb: type | None, vb: Any, n: int) -> Mask | None:
         """The comparison per row of two sides' values of these kinds (a constant stands
         for every row), or None when the columns leave it to the exact evaluator."""
-        if ka is None or kb is None:
-            return None
-        if ka not in _COMPARABLE or kb not in _COMPARABLE:
-            return None
         if ka is not kb:
-            # ints and doubles are ordered together; equality across types is left to
-            # the exact evaluator
+            # ints and doubles are ordered together; equality across kinds, and any other
+            # pair of kinds (a side of no kind, None, included), is the exact evaluator's
             if self.equality or ka not in NUMERIC or kb not in NUMERIC:
                 return None
-        elif ka not in _ORDERED and not self.equality:
-            return None  # strings, bools: ordered by the exact evaluator
+        elif ka not in self.kinds:
+            return None  # (None on both sides too)
         op = self.op
-        if not isinstance(va, np.ndarray):  # the column on the left: numpy's operators
+        # the column on the left: numpy's operators, row by row (a timestamp's or a
+        # duration's own `==` would say false to the whole column)
+        if not isinstance(va, np.ndarray):
             op, va, vb = _REFLECTED[op], vb, va
         try:
             values: Mask = np.asarray(op(va, vb), np.bool_)

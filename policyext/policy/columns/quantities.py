@@ -56,9 +56,10 @@ class QuantityCompare(Operation):
     def run(self, rows: Rows, policy: str, params: tuple[object, ...]) -> Value:
         target = self.target.run(rows, policy, params)
         arg = self.arg.run(rows, policy, params)
-        sign = 1
-        if isinstance(target, Scalar) and isinstance(arg, Column):
-            target, arg, sign = arg, target, -1
+        # the constant first (`c.compareTo(q)`): compared from its side, the orders swap
+        swapped = isinstance(target, Scalar)
+        if swapped:
+            target, arg = arg, target
         if not (
             isinstance(target, Column)
             and target.kind is Quantity
@@ -69,8 +70,7 @@ class QuantityCompare(Operation):
         constant: Quantity = arg.value
         c = constant.approximate_float()
         if self.admits is not None:
-            # compared from the constant's side when it was the target: the orders swap
-            admits = self.admits if sign > 0 else self.admits[::-1]
+            admits = self.admits[::-1] if swapped else self.admits
             return _order_test(target, constant, c, admits)
         a = target.values
         if _scalable(c):
@@ -90,24 +90,23 @@ class QuantityCompare(Operation):
             close = undecided if target.decided() else undecided & ~target.unknown
             for i in close.nonzero()[0].tolist():
                 order[i] = float(target.object_at(i).compare(constant))
-        if sign < 0:
-            order = -order  # compared from the constant's side when it was the target
+        if swapped:
+            order = -order
         return Column(int, order, target.unknown, decided=target._decided)
 
     def decide(
         self, rows: Rows, policy: str, params: tuple[object, ...], spent: list[float]
     ) -> object:
         """A test of the order (`admits`) whose every row is clearly on one side of the
-        constant; any row in the band, NaN, or a constant too near 0 is `run`'s."""
+        constant; any row in the band or NaN, or a constant not finite, is `run`'s."""
         admits = self.admits
         if admits is None:
             return UNDECIDED  # (an order column: `run`'s)
         target = self.target.decide(rows, policy, params, spent)
         arg = self.arg.decide(rows, policy, params, spent)
-        if target is UNDECIDED or arg is UNDECIDED:
-            return UNDECIDED
-        if type(target) is Scalar and type(arg) is Known:
+        if type(target) is Scalar:
             target, arg, admits = arg, target, admits[::-1]  # the orders swap
+        # (an UNDECIDED side is neither Known nor Scalar)
         if not (
             type(target) is Known
             and target.kind is Quantity
@@ -129,15 +128,17 @@ class QuantityCompare(Operation):
 
 def _scalable(c: float) -> bool:
     """Whether rows can be told apart from a constant approximated as `c` by a margin of
-    its size (a constant this close to 0 but not 0 is no resource amount: compared exactly)."""
-    return math.isfinite(c) and (c == 0.0 or abs(c) > 1e-280)
+    its size: a finite one. (A quantity other than 0 is 1n at least in magnitude, finer
+    ones rounded up when parsed, so the margin never underflows; one past the doubles
+    approximates as an infinity, and `0e400` as NaN: compared exactly.)"""
+    return math.isfinite(c)
 
 
 def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) -> Column:
     """Per row of a column of quantities, whether its order against the constant
     (approximated as `c`) is one the test admits. A row whose approximation is clearly on
     one side of `c` is decided by it; the others (within the band, NaN, or every row of a
-    constant too close to 0 to scale) by comparing the quantities exactly."""
+    constant not finite) by comparing the quantities exactly."""
     a = target.values
     if _scalable(c):
         less, greater = _sides(a, c)
@@ -155,7 +156,7 @@ def _order_test(target: Column, constant: Quantity, c: float, admits: Admits) ->
 def clear_sides(a: npt.NDArray[np.float64], c: float) -> tuple[Mask, Mask, int, int] | None:
     """The rows of approximations `a` clearly less than the constant approximated as `c`,
     those clearly greater, and how many of each, when every row is clearly on one side;
-    None when a row is in the band or NaN, or the constant too near 0 to tell apart."""
+    None when a row is in the band or NaN, or the constant not finite."""
     if not _scalable(c):
         return None
     less, greater = _sides(a, c)
