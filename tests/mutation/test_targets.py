@@ -1,5 +1,7 @@
 """The list of what `make mutation` mutates stays true to the code: a module moved, a test
-file renamed or a definition renamed would otherwise only show when someone runs it."""
+file renamed or a definition renamed would otherwise only show when someone runs it. And
+the runner tells a mutant it can test from one that is not Python or that cosmic-ray
+cannot make."""
 
 from __future__ import annotations
 
