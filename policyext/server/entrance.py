@@ -67,7 +67,7 @@ def extender_args(
 ) -> wire.ExtenderArgs:
     """filter's and prioritize's arguments; a node named twice is found by the verbs.
     `names`: where the last NodeNames of each verb are kept (server/names.py)."""
-    fast = decode_fast(data, policies.node_fields, check_repeats=False)
+    fast = decode_fast(data, policies.node_fields)
     if fast is not None:
         return fast
     apart = names.split(verb, data) if names is not None else None

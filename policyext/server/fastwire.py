@@ -20,7 +20,7 @@ from typing import Any, Final, overload
 
 import msgspec
 
-from policyext.server.wire import ExtenderArgs, unique
+from policyext.server.wire import ExtenderArgs
 
 # below this size decoding everything is cheap, and not worth a second decoder
 LARGE_BODY: Final = 256 * 1024
@@ -89,17 +89,15 @@ def _to_dict(struct: msgspec.Struct) -> dict[str, Any]:
     return out
 
 
-def decode_fast(
-    body: bytes, fields: frozenset[tuple[str, ...]] | None, *, check_repeats: bool = True
-) -> ExtenderArgs | None:
-    """The request, or None when it needs the general decoder. `check_repeats`: as for
-    wire.parse_extender_args."""
+def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderArgs | None:
+    """The request, or None when it needs the general decoder. A node named twice is left
+    to the verbs to find (as `wire.parse_extender_args(..., check_repeats=False)` does)."""
     if len(body) < LARGE_BODY:
         return None
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived objects: collecting during the decode is waste
     try:
-        return _decode(body, fields, check_repeats)
+        return _decode(body, fields)
     # RecursionError: JSON nested deeper than msgspec recurses; orjson's depth limit then
     # turns it into a 400
     except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, RecursionError):
@@ -109,13 +107,9 @@ def decode_fast(
             gc.enable()
 
 
-def _decode(
-    body: bytes, fields: frozenset[tuple[str, ...]] | None, check_repeats: bool
-) -> ExtenderArgs | None:
+def _decode(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> ExtenderArgs | None:
     args = _ARGS.decode(body)
     if args.Nodes is None:
-        if check_repeats and args.NodeNames is not None and not unique(args.NodeNames):
-            return None  # the general decoder says which name
         return ExtenderArgs(args.Pod, None, args.NodeNames)
     raws: list[bytes] = []
     names: list[str] = []

@@ -241,7 +241,10 @@ def test_the_fast_decoder_leaves_garbage_collection_as_it_found_it() -> None:
         {"Pod": pod(cpu="2"), "Nodes": {"items": [_padded(n) for n in HELD]}, "NodeNames": None}
     )
     assert gc.isenabled()
-    assert decode_fast(body, policies(POLICY).node_fields) is not None
+    fast = decode_fast(body, policies(POLICY).node_fields)
+    assert fast is not None and fast.nodes is not None
+    assert gc.isenabled()
+    assert fast.nodes[0]["metadata"]["name"] == "a"  # a Node decoded when read
     assert gc.isenabled()
     gc.disable()
     try:
