@@ -45,6 +45,10 @@ DEFAULT_RATE: Final = 5.0  # Events a second, per worker
 BURST: Final = 20
 QUEUE_SIZE: Final = 256
 REMEMBERED: Final = 10_000  # findings already recorded, to skip a retried pod's
+# an Event the API server did not take (a 5xx, a 429, a timeout: an API server starting
+# or busy) is asked again twice, 0.5 s then 1 s later, by the recording thread
+CREATE_ATTEMPTS: Final = 3
+RETRY_DELAY: Final = 0.5
 
 
 class ClusterView(Protocol):
@@ -216,20 +220,30 @@ class AuditEvents:
         self.recorded[checked.key] = None
         if len(self.recorded) > REMEMBERED:
             self.recorded.popitem(last=False)
-        try:
-            self.core.create_namespaced_event(
-                checked.namespace,
-                event_body(checked, self.instance),  # type: ignore[arg-type]
-                _request_timeout=5.0,
-            )
-            self.counts["recorded"] += 1
-        except k8s.ApiException as e:
-            if e.status == 409:  # another worker recorded the same finding first
-                self.counts["repeated"] += 1
+        why = ""
+        for attempt in range(CREATE_ATTEMPTS):
+            if attempt:
+                time.sleep(RETRY_DELAY * 2 ** (attempt - 1))
+            try:
+                self.core.create_namespaced_event(
+                    checked.namespace,
+                    event_body(checked, self.instance),  # type: ignore[arg-type]
+                    _request_timeout=5.0,
+                )
+                self.counts["recorded"] += 1
                 return
-            self._failed(checked, f"HTTP {e.status}")
-        except Exception as e:  # the API unreachable: the decision log still has it
-            self._failed(checked, str(e))
+            except k8s.ApiException as e:
+                if e.status == 409:  # another worker recorded the same finding first
+                    self.counts["repeated"] += 1
+                    return
+                why = f"HTTP {e.status}"
+                if e.status is not None and 400 <= e.status < 500 and e.status != 429:
+                    break  # refused: asking again gets the same answer
+            except Exception as e:  # the API unreachable: asked again, a little later
+                why = str(e)
+        # not recorded: the same finding offered again may be (the decision log has it)
+        self.recorded.pop(checked.key, None)
+        self._failed(checked, why)
 
     def _checked(self, finding: AuditFinding, ev: Evaluation) -> tuple[AuditFinding | None, str]:
         """The finding as the cluster has its pod and nodes (None, and why, when it does

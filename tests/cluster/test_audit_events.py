@@ -8,7 +8,9 @@ import copy
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
+from policyext.cluster import audit_events
 from policyext.cluster.audit_events import (
     NODES_NAMED,
     AuditEvents,
@@ -194,3 +196,67 @@ def test_a_forged_finding_does_not_keep_the_real_pods_event_from_being_recorded(
         recorder.record(pod, evaluate(policies, pod, [_node("spot-a")], scores=False))
     assert [event["involvedObject"]["name"] for _, event in core.events] == ["web-1"]
     assert (recorder.counts["unverified"], recorder.counts["recorded"]) == (1, 1)
+
+
+# -- an Event the API server does not take at once ------------------------------------------
+
+
+class _Unwell(Exception):
+    """A connection that timed out or was reset."""
+
+
+ANSWERS: dict[str, tuple[list[int | None], int, int]] = {
+    # what the API server answers each create (an HTTP status, None: no answer at all)
+    # -> the creates asked, and whether the Event was recorded
+    "a 504, then taken": ([504], 2, 1),
+    "two 503s, then taken": ([503, 503], 3, 1),
+    "no answer, then taken": ([None], 2, 1),
+    "a 429, then taken": ([429], 2, 1),
+    "three 500s: not recorded": ([500, 500, 500], 3, 0),
+    "a 403: refused, not asked again": ([403], 1, 0),
+}
+
+
+@pytest.mark.parametrize("answers", list(ANSWERS))
+def test_an_event_the_api_server_did_not_take_is_asked_again_a_little_later(
+    answers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures, asked, recorded = ANSWERS[answers]
+    recorder, core = _recorder()
+    monkeypatch.setattr(audit_events, "RETRY_DELAY", 0.0)
+    calls: list[int] = []
+    create = core.create_namespaced_event
+
+    def unwell_first(namespace: str, body: dict[str, Any], **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) <= len(failures):
+            status = failures[len(calls) - 1]
+            if status is None:
+                raise _Unwell("read timed out")
+            raise ApiException(status=status, reason="")
+        return create(namespace, body, **kwargs)
+
+    monkeypatch.setattr(core, "create_namespaced_event", unwell_first)
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+
+    recorder.record(BOUND, evaluate(policies, BOUND, [_node("spot-a")], scores=False))
+
+    assert (len(calls), len(core.events)) == (asked, recorded)
+    assert (recorder.counts["recorded"], recorder.counts["failed"]) == (recorded, 1 - recorded)
+
+
+def test_a_finding_not_recorded_is_recorded_when_offered_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorder, core = _recorder()
+    monkeypatch.setattr(audit_events, "RETRY_DELAY", 0.0)
+    policies = load_policy_texts({"rollout.yaml": POLICY})
+    ev = evaluate(policies, BOUND, [_node("spot-a")], scores=False)
+    core.fail_with = 503
+    recorder.record(BOUND, ev)
+    core.fail_with = None
+
+    recorder.record(BOUND, ev)
+
+    assert [event["involvedObject"]["name"] for _, event in core.events] == ["web-1"]
+    assert (recorder.counts["failed"], recorder.counts["recorded"]) == (1, 1)
