@@ -98,9 +98,10 @@ def decode_fast(body: bytes, fields: frozenset[tuple[str, ...]] | None) -> Exten
     gc.disable()  # millions of short-lived objects: collecting during the decode is waste
     try:
         return _decode(body, fields)
+    # DecodeError: not JSON, or (its subclass ValidationError) not of the shape expected.
     # RecursionError: JSON nested deeper than msgspec recurses; orjson's depth limit then
     # turns it into a 400
-    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError):
         return None
     finally:
         if enabled:

@@ -252,3 +252,139 @@ def test_the_fast_decoder_leaves_garbage_collection_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- what the fast decoder leaves to the general decoder, and how it decodes a Node
+
+
+def _large_list(*items: object, pod_value: object = None) -> bytes:
+    """A NodeList request past the fast decoder's threshold: `items` after two Nodes of
+    the usual size."""
+    sent = [_padded(HELD[0]), _padded(HELD[2]), *items]
+    return orjson.dumps(
+        {
+            "Pod": pod(cpu="2") if pod_value is None else pod_value,
+            "Nodes": {"metadata": {}, "items": sent},
+            "NodeNames": None,
+        }
+    )
+
+
+def _named(name: object) -> dict[str, Any]:
+    named = node("named", {"lifecycle": "on-demand"})
+    named["metadata"]["name"] = name
+    return named
+
+
+def _unnamed() -> dict[str, Any]:
+    unnamed = node("unnamed", {"lifecycle": "on-demand"})
+    del unnamed["metadata"]["name"]
+    return unnamed
+
+
+def _padding() -> bytes:
+    return b', "Padding": "' + b"p" * 300_000 + b'"}'
+
+
+LEFT_TO_GENERAL = [
+    ("a node named by the empty string", _large_list(_named("")), "Nodes.items[2].metadata.name"),
+    ("a node named by a number", _large_list(_named(5)), "Nodes.items[2].metadata.name"),
+    ("a node without a name", _large_list(_unnamed()), "Nodes.items[2].metadata.name"),
+    ("a node whose metadata is null", _large_list({"metadata": None}), "Nodes.items[2].metadata"),
+    ("a node that is not an object", _large_list(5), "Nodes.items[2]"),
+    ("a pod that is a string", _large_list(pod_value="checkout"), "Pod"),
+    (
+        "arrays nested deeper than the decoder recurses",
+        b'{"Pod": {"x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}" + _padding(),
+        "not valid JSON",
+    ),
+    ("invalid UTF-8", b'{"Pod": {"x": "\xff"}' + _padding(), "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"), [c[1:] for c in LEFT_TO_GENERAL], ids=[c[0] for c in LEFT_TO_GENERAL]
+)
+def test_a_large_body_the_fast_decoder_cannot_read_gets_the_general_decoders_error(
+    body: bytes, says: str
+) -> None:
+    """The fast decoder reads only what it can read as Go would; anything else (a Node
+    without a proper name, a shape it does not know, JSON it cannot decode) it leaves to
+    the general decoder, whose error says what is wrong."""
+    from policyext.server.entrance import extender_args
+    from policyext.server.fastwire import LARGE_BODY, decode_fast
+
+    policy_set = policies(POLICY)
+    assert len(body) > LARGE_BODY
+    assert decode_fast(body, policy_set.node_fields) is None
+    with pytest.raises(wire.WireError) as general:
+        wire.parse_extender_args(wire.decode(body))
+    assert says in str(general.value)
+    with pytest.raises(wire.WireError) as answered:
+        extender_args(policy_set, body)
+    assert str(answered.value) == str(general.value)
+
+
+def _status_a_string() -> dict[str, Any]:
+    odd = _padded(node("odd", {"lifecycle": "on-demand"}))
+    odd["status"] = "Ready"
+    del odd["metadata"]["resourceVersion"]  # (not the source's: the Nodes sent answer)
+    return odd
+
+
+def test_a_large_node_with_a_field_of_another_shape_is_read_whole_as_in_general() -> None:
+    """A Node whose status is not an object does not fit the fields the policies read
+    (status.allocatable): it is decoded whole, and the rule reading it fails on that node
+    alone, as with the general decoder."""
+    from policyext.server.fastwire import decode_fast
+
+    policy_set, source = policies(POLICY), _source()
+    body = _large_list(_status_a_string())
+    fast = decode_fast(body, policy_set.node_fields)
+    assert fast is not None and fast.nodes is not None
+    general = wire.parse_extender_args(wire.decode(body))
+    by_fast = verbs.run_filter(policy_set, source, fast, NOW)
+    assert by_fast.body == verbs.run_filter(policy_set, source, general, NOW).body
+    assert orjson.loads(by_fast.body)["FailedNodes"]["odd"] == (
+        "placement/cpu-fits could not be evaluated"
+    )
+    assert fast.nodes[2]["status"] == "Ready"
+
+
+WHOLE_NODE_POLICY = policy(
+    "whole",
+    """
+    filters:
+      - name: any-node
+        expression: "[node].size() == 1"
+    """,
+)
+
+
+@pytest.mark.parametrize(
+    ("read", "kept"),
+    [
+        (
+            POLICY,
+            # (metadata whole and status.allocatable are the engine's; spec unread)
+            {"metadata": {"labels", "name", "resourceVersion"}, "status": {"allocatable"}},
+        ),
+        (WHOLE_NODE_POLICY, None),
+    ],
+    ids=["the fields the policies read", "the whole Node, when a policy reads it whole"],
+)
+def test_a_large_nodes_decoded_value_holds_what_the_policies_read(
+    read: str, kept: dict[str, set[str]] | None
+) -> None:
+    """A Node is decoded with the fields the policies read (and those the engine reads)
+    and no others, or whole when an expression takes the Node itself."""
+    from policyext.server.fastwire import decode_fast
+
+    sent = _padded(HELD[0])
+    fast = decode_fast(_large_list(sent), policies(read).node_fields)
+    assert fast is not None and fast.nodes is not None
+    decoded = fast.nodes[2]
+    if kept is None:
+        assert decoded == sent
+    else:
+        assert {k: set(v) for k, v in decoded.items()} == kept
