@@ -63,8 +63,56 @@ class SettingsError(ValueError):
         self.usage = usage
 
 
+class _ClusterReach:
+    """The flags `serve` and `webhook` share: how to reach the cluster, and a ConfigMap of
+    policies read from it (the dataclasses below declare them as fields)."""
+
+    kubeconfig: str | None
+    in_cluster: bool
+    rules_configmap: str | None  # NAMESPACE/NAME
+
+    @property
+    def connected(self) -> bool:
+        """Whether a cluster is configured (kubeconfig or in-cluster)."""
+        return self.in_cluster or bool(self.kubeconfig)
+
+    @property
+    def cluster(self) -> ClusterSettings:
+        from policyext.cluster.client import ClusterSettings  # noqa: PLC0415 - see above
+
+        return ClusterSettings(self.kubeconfig, self.in_cluster)
+
+    @property
+    def configmap(self) -> ConfigMapRef | None:
+        from policyext.cluster.rules_configmap import ConfigMapRef  # noqa: PLC0415
+
+        return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
+
+    def _check_configmap(self) -> None:
+        """--rules-configmap names a ConfigMap, and a cluster to read it from is given."""
+        if self.rules_configmap is None:
+            return
+        from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
+
+        try:
+            self.configmap  # noqa: B018 - parsed to be checked
+        except ConfigMapNameError as e:
+            raise SettingsError(str(e), usage=True) from None
+        if not self.connected:
+            raise SettingsError("--rules-configmap needs --kubeconfig or --in-cluster", usage=True)
+
+
+def _check_address(flag: str, address: str, *, host_required: bool) -> None:
+    host, sep, port = address.rpartition(":")
+    if not sep or (host_required and not host) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(
+            f"{flag} must be HOST:PORT with a port from 1 to 65535, got {address!r}",
+            usage=True,
+        )
+
+
 @dataclass
-class Settings:
+class Settings(_ClusterReach):
     rules: list[str] = field(default_factory=list)
     rules_configmap: str | None = None  # NAMESPACE/NAME
     rules_crd: bool = False  # the cluster's SchedulingPolicy objects
@@ -183,17 +231,7 @@ class Settings:
                 "--replica-namespace goes with --rules-crd (it says whose status entries are gone)",
                 usage=True,
             )
-        if self.rules_configmap is not None:
-            from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
-
-            try:
-                self.configmap  # noqa: B018 - parsed to be checked
-            except ConfigMapNameError as e:
-                raise SettingsError(str(e), usage=True) from None
-            if not connected:
-                raise SettingsError(
-                    "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
-                )
+        self._check_configmap()
 
     def _check_reports(self) -> None:
         if self.reports_api not in REPORT_APIS:
@@ -210,19 +248,9 @@ class Settings:
             raise SettingsError("--reports needs --kubeconfig or --in-cluster", usage=True)
 
     def _check_ops_bind(self, address: str) -> None:
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise SettingsError(
-                f"--ops-bind must be HOST:PORT with a port from 1 to 65535, got {address!r}",
-                usage=True,
-            )
+        _check_address("--ops-bind", address, host_required=True)
         if address == self.bind:
             raise SettingsError("--ops-bind must differ from --bind", usage=True)
-
-    @property
-    def connected(self) -> bool:
-        """Whether the extender watches a cluster (kubeconfig or in-cluster)."""
-        return self.in_cluster or bool(self.kubeconfig)
 
     @property
     def body_limit(self) -> int:
@@ -239,24 +267,12 @@ class Settings:
             return self.max_buffered
         return BUFFERED_BODIES * self.body_limit
 
-    @property
-    def cluster(self) -> ClusterSettings:
-        from policyext.cluster.client import ClusterSettings  # noqa: PLC0415 - see above
-
-        return ClusterSettings(self.kubeconfig, self.in_cluster)
-
-    @property
-    def configmap(self) -> ConfigMapRef | None:
-        from policyext.cluster.rules_configmap import ConfigMapRef  # noqa: PLC0415
-
-        return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
-
 
 DEFAULT_WEBHOOK_BIND = "0.0.0.0:8443"
 
 
 @dataclass
-class WebhookSettings:
+class WebhookSettings(_ClusterReach):
     """What `policyext webhook` runs with: where it listens, its certificate (the API server
     calls a webhook over TLS only), and the other policy sources a SchedulingPolicy's name
     must not clash with (`--rules` folders, a ConfigMap read at each review)."""
@@ -277,35 +293,9 @@ class WebhookSettings:
                 "over TLS only",
                 usage=True,
             )
-        _host, sep, port = self.bind.rpartition(":")
-        if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-            raise SettingsError(
-                f"--bind must be HOST:PORT with a port from 1 to 65535, got {self.bind!r}",
-                usage=True,
-            )
-        if self.rules_configmap is not None:
-            from policyext.cluster.rules_configmap import ConfigMapNameError  # noqa: PLC0415
-
-            try:
-                self.configmap  # noqa: B018 - parsed to be checked
-            except ConfigMapNameError as e:
-                raise SettingsError(str(e), usage=True) from None
-            if not (self.in_cluster or self.kubeconfig):
-                raise SettingsError(
-                    "--rules-configmap needs --kubeconfig or --in-cluster", usage=True
-                )
-
-    @property
-    def cluster(self) -> ClusterSettings:
-        from policyext.cluster.client import ClusterSettings  # noqa: PLC0415
-
-        return ClusterSettings(self.kubeconfig, self.in_cluster)
-
-    @property
-    def configmap(self) -> ConfigMapRef | None:
-        from policyext.cluster.rules_configmap import ConfigMapRef  # noqa: PLC0415
-
-        return ConfigMapRef.parse(self.rules_configmap) if self.rules_configmap else None
+        # (":8443": every address, as gunicorn reads it)
+        _check_address("--bind", self.bind, host_required=False)
+        self._check_configmap()
 
 
 def whole_number(text: str, flag: str) -> int:
@@ -348,7 +338,7 @@ def preflight(settings: Settings) -> list[Issue] | None:
             SnapshotSource.with_nodes(settings.snapshot)
         except SnapshotError as e:
             raise SettingsError(str(e)) from None
-    if settings.in_cluster or settings.kubeconfig:
+    if settings.connected:
         from policyext.cluster.client import (  # noqa: PLC0415 - see above
             ClientConfigError,
             load_configuration,
