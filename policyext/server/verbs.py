@@ -164,12 +164,9 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         return None
     if args.item_names is not None and args.item_versions is not None:
         names, versions = args.item_names, args.item_versions  # read without the Nodes
-    else:
-        try:
-            names = [node["metadata"]["name"] for node in nodes]
-            versions = [node["metadata"].get("resourceVersion", "") for node in nodes]
-        except (KeyError, TypeError, AttributeError):
-            return None
+    else:  # (the parser has checked that each Node has metadata with a name)
+        names = [node["metadata"]["name"] for node in nodes]
+        versions = [node["metadata"].get("resourceVersion", "") for node in nodes]
     rows = source.node_rows(names)
     if rows is None or not rows.every_known() or _repeats(names, rows.slots):
         return None

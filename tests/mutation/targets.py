@@ -126,6 +126,7 @@ TARGETS: Final = (
             "tests/server/test_scores_ahead.py",
             "tests/server/test_repeated_names.py",
             "tests/server/test_node_sources.py",
+            "tests/server/test_node_list_versions.py",
             "tests/server/test_memo.py",
             "tests/server/test_decision_counts.py",
         ),

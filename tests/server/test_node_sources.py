@@ -7,15 +7,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from policyext.cluster.cache import ClusterSource
 from policyext.cluster.snapshot import SnapshotSource
 from policyext.policy.node_source import LiveNodeSource
+from policyext.server import wire
 from policyext.server.app import create_app
-from policyext.server.verbs import _VictimFreeSource
+from policyext.server.verbs import _VictimFreeSource, run_filter, run_prioritize
 from policyext.store import PolicyStore
 from tests.cluster.fake_core import fake_api
+from tests.policy.helpers import NOW, policies, policy
 from tests.server.harness import CLUSTER
 from tests.server.kube import node, pod
 
@@ -99,3 +102,85 @@ def test_the_cluster_source_is_fed_through_its_public_seam() -> None:
     assert source.get_node("a") is None and source.node_count() == 0
     with pytest.raises(ValueError, match="not 'services'"):
         source.apply("services", "ADDED", {})
+
+
+BIG_NODES = policy(
+    "big-nodes",
+    """
+    filters:
+      - name: four-cpus
+        expression: "nodeInfo.allocatable.cpu.compareTo(quantity('4')) >= 0"
+    scores:
+      - name: most-memory
+        expression: "nodeInfo.allocatable.memory.asApproximateFloat()"
+        normalize: MinMax
+    """,
+)
+
+
+def _three_nodes() -> ClusterSource:
+    source = ClusterSource(fake_api())
+    source.replace("nodes", [node("a", cpu="4"), node("b", cpu="2"), node("c", memory="32Gi")])
+    source.replace("pods", [])
+    return source
+
+
+NAMED = [
+    ("known nodes", ["a", "b", "c"]),
+    ("an unknown name among them", ["a", "nowhere", "c", "b"]),
+    ("only unknown names", ["nowhere", "elsewhere"]),
+]
+
+
+@pytest.mark.parametrize("names", [n for _, n in NAMED], ids=[i for i, _ in NAMED])
+def test_a_source_that_keeps_no_rows_answers_node_names_as_its_source_does(
+    names: list[str],
+) -> None:
+    """Preemption's view keeps nothing for its nodes (node_rows is None), so the verbs
+    look its nodes up one by one: the same answers, unknown names the same failures."""
+    policy_set, base = policies(BIG_NODES), _three_nodes()
+    view = _VictimFreeSource(base, {})
+    args = wire.ExtenderArgs(pod("web", requests={"cpu": "1"}), None, names)
+    for run in (run_filter, run_prioritize):
+        assert run(policy_set, view, args, NOW).body == run(policy_set, base, args, NOW).body
+    failed = orjson.loads(run_filter(policy_set, view, args, NOW).body)["FailedNodes"]
+    unknown = {n: "node is not in policyext's node cache" for n in names if n.endswith("where")}
+    assert {n: m for n, m in failed.items() if n.endswith("where")} == unknown
+
+
+def test_a_source_that_keeps_no_rows_refuses_a_name_given_twice_as_its_source_does() -> None:
+    policy_set, base = policies(BIG_NODES), _three_nodes()
+    args = wire.ExtenderArgs(pod("web"), None, ["a", "b", "a"])
+    said = []
+    for source in (base, _VictimFreeSource(base, {})):
+        with pytest.raises(wire.WireError) as refused:
+            run_filter(policy_set, source, args, NOW)
+        said.append(str(refused.value))
+    assert said[0] == said[1] and "'a' appears more than once" in said[0]
+
+
+def test_names_found_distinct_are_not_counted_again_when_their_slots_come_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A list of names given again (prioritize after filter, the next pod) comes back as
+    the table's very slots, read-only: found distinct once, it is not counted again. A
+    writeable array (the rows of a request with unknown names) could change: it is
+    counted each time."""
+    from policyext.server import verbs
+
+    counted: list[list[str]] = []
+    unique = wire.unique
+
+    def counting(names: list[str]) -> bool:
+        counted.append(names)
+        return unique(names)
+
+    monkeypatch.setattr(wire, "unique", counting)
+    source, names = _three_nodes(), ["a", "b", "c"]
+    slots = source.node_rows(names).slots
+    assert slots is source.node_rows(names).slots and not slots.flags.writeable
+    assert not verbs._repeats(names, slots) and not verbs._repeats(names, slots)
+    assert len(counted) == 1
+    writeable = slots.copy()
+    assert not verbs._repeats(names, writeable) and not verbs._repeats(names, writeable)
+    assert len(counted) == 3
