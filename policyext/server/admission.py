@@ -1,5 +1,6 @@
 """The validating admission webhook: an AdmissionReview v1 of a SchedulingPolicy in, the
-verdict of `policyext validate` on it out (`policyext webhook`, wired in wsgi.py).
+verdict of `policyext validate` on it out (`policyext webhook`, wired in wsgi.py); its
+metrics at /metrics (server/admission_metrics.py).
 
 A CREATE or UPDATE is judged on the text the SchedulingPolicy watch would load
 (policy.authored_text): the JSON Schema, CEL type checking, duplicate names within the
@@ -21,6 +22,7 @@ saying what is wrong (server/statuses.py).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -37,6 +39,7 @@ from policyext.policy import (
     load_policies,
 )
 from policyext.server import statuses
+from policyext.server.admission_metrics import WebhookMetrics
 
 log = logging.getLogger("policyext.webhook")
 
@@ -68,6 +71,7 @@ class Verdict:
     allowed: bool
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    unchecked: bool = False  # the other sources could not be read: judged alone
 
 
 def parse_review(body: bytes) -> Review:
@@ -130,7 +134,7 @@ def judge(review: Review, paths: Sequence[str] = (), others: Others | None = Non
     except Exception as e:  # the ConfigMap unreadable: judged alone, and said
         log.warning("the other policy sources cannot be read: %s", e)
         note = f"not checked against the other policy sources, which cannot be read: {e}"
-        return Verdict(True, warnings=(*warnings, note))
+        return Verdict(True, warnings=(*warnings, note), unchecked=True)
     texts.pop(text_name, None)
     try:
         load_policies(paths, texts | {text_name: text})
@@ -163,22 +167,44 @@ def response(uid: str, verdict: Verdict) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
 
 
-def create_webhook_app(paths: Sequence[str] = (), others: Others | None = None) -> Flask:
-    """The webhook's application: POST PATH with an AdmissionReview, and /healthz."""
+def create_webhook_app(
+    paths: Sequence[str] = (), others: Others | None = None, metrics: WebhookMetrics | None = None
+) -> Flask:
+    """The webhook's application: POST PATH with an AdmissionReview, /healthz and /metrics."""
     app = Flask("policyext-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    counted = metrics if metrics is not None else WebhookMetrics()
 
     @app.post(PATH)
     def validate() -> Response:
+        started = time.perf_counter()
         review = parse_review(request.get_data())
         verdict = judge(review, paths, others)
         if not verdict.allowed:
             log.info("refused %s of a SchedulingPolicy: %s", review.operation, verdict.problems)
-        return Response(orjson.dumps(response(review.uid, verdict)), mimetype="application/json")
+        body = orjson.dumps(response(review.uid, verdict))
+        counted.reviewed(
+            review.operation,
+            verdict.allowed,
+            len(verdict.warnings),
+            verdict.unchecked,
+            time.perf_counter() - started,
+        )
+        return Response(body, mimetype="application/json")
 
     @app.get("/healthz")
     def healthz() -> Response:
         return Response(b'{"status":"ok"}', mimetype="application/json")
+
+    @app.get("/metrics")
+    def metrics_view() -> Response:
+        body, content_type = counted.render()
+        return Response(body, content_type=content_type)
+
+    @app.after_request
+    def count_answer(answer: Response) -> Response:
+        counted.answered(request.path, answer.status_code)
+        return answer
 
     @app.errorhandler(ReviewError)
     def bad_review(e: ReviewError) -> Response:
