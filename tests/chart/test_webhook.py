@@ -6,13 +6,18 @@ is the CA of the chart's own certificate, or cert-manager's injected."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from policyext.server.admission_metrics import WebhookMetrics
 from tests.chart.chart import CHART, FULLNAME, NAMESPACE, Chart, Json, Rendered
+from tests.chart.promqlbin import CheckerUnavailable, check, ensure_checker
+from tests.server.metrics_scrape import Scrape
+from tests.unavailable import skip_or_fail
 
 WEBHOOK = f"{FULLNAME}-webhook"
 CRD = CHART / "ci" / "crd-values.yaml"
@@ -166,3 +171,70 @@ def test_the_network_policy_lets_the_api_server_reach_the_webhook(chart: Chart) 
     policy = chart.render([CRD]).get("NetworkPolicy", FULLNAME)
     rules = [r for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == "webhook"]
     assert rules == [{"ports": [{"port": "webhook", "protocol": "TCP"}]}]
+
+
+# -- its metrics: scraped by the chart's ServiceMonitor, alerted on by a rule of its own
+
+OBSERVED = CHART / "ci" / "scheduler-observability-values.yaml"
+WEBHOOK_ALERTS = {"PolicyextWebhookErrors", "PolicyextWebhookUnchecked"}
+
+
+def _webhook_endpoints(rendered: Rendered) -> list[Json]:
+    monitor = rendered.get("ServiceMonitor", FULLNAME)
+    return [e for e in monitor["spec"]["endpoints"] if e["port"] == "webhook"]
+
+
+def test_the_service_monitor_scrapes_the_webhook_over_tls_verified_by_its_ca(
+    chart: Chart,
+) -> None:
+    rendered = chart.render([OBSERVED, CRD])
+    (endpoint,) = _webhook_endpoints(rendered)
+    assert (endpoint["path"], endpoint["scheme"]) == ("/metrics", "https")
+    assert endpoint["tlsConfig"] == {
+        "serverName": f"{WEBHOOK}.{NAMESPACE}.svc",
+        "ca": {"secret": {"name": f"{WEBHOOK}-tls", "key": "ca.crt"}},
+    }
+    # the monitor's selector finds the webhook's Service, whose port has that name
+    selector = rendered.get("ServiceMonitor", FULLNAME)["spec"]["selector"]["matchLabels"]
+    service = rendered.get("Service", WEBHOOK)
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert "webhook" in {p["name"] for p in service["spec"]["ports"]}
+    assert _webhook_endpoints(chart.render([OBSERVED], ["policies.existingConfigMap=m"])) == []
+
+
+def _webhook_rules(chart: Chart, files: list[Path], sets: list[str] | None = None) -> list[Json]:
+    rendered = chart.render(files, sets or [])
+    found = [
+        o for o in rendered.all("PrometheusRule") if o["metadata"]["name"].endswith("-webhook")
+    ]
+    return [rule for o in found for group in o["spec"]["groups"] for rule in group["rules"]]
+
+
+def test_the_webhook_alerts_come_with_it_and_read_what_it_exports_from_its_job(
+    chart: Chart,
+) -> None:
+    assert _webhook_rules(chart, [OBSERVED], ["policies.existingConfigMap=m"]) == []
+    assert _webhook_rules(chart, [CRD]) == []  # no PrometheusRule asked for
+    rules = _webhook_rules(chart, [OBSERVED, CRD])
+    assert {r["alert"] for r in rules} == WEBHOOK_ALERTS
+    readme = (CHART / "README.md").read_text()
+    assert all(f"| {alert} |" in readme for alert in WEBHOOK_ALERTS)
+
+    exported = Scrape(WebhookMetrics().render()[0].decode())
+    for rule in rules:
+        expr = str(rule["expr"])
+        # the series of the webhook's Service: the Prometheus Operator's job is its name
+        assert f'job="{WEBHOOK}"' in expr
+        (name,) = re.findall(r"\bpolicyext_[a-z_]+", expr)
+        family = name.removesuffix("_total")
+        assert family in exported.types, name
+        (matchers,) = re.findall(r"\{([^}]*)\}", expr)
+        used = set(re.findall(r"([a-z_]+)\s*(?:=~|!=|!~|=)", matchers)) - {"job", "namespace"}
+        assert used <= exported.labels[family], (name, used)
+    try:
+        ensure_checker()
+    except CheckerUnavailable as reason:
+        skip_or_fail(str(reason))
+    accepted = check([str(r["expr"]) for r in rules])
+    assert accepted.returncode == 0, accepted.stdout
+    assert accepted.stdout.count("ok ") == len(WEBHOOK_ALERTS)
