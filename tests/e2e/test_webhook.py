@@ -12,6 +12,7 @@ import json
 import shutil
 import ssl
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient
 from tests.e2e.extender import Extender
 from tests.e2e.test_crd import POLICIES, STRICT, crd, policies  # noqa: F401 - fixtures
 from tests.server.harness import ExtenderServer
+from tests.server.metrics_scrape import Scrape
 from tests.server.webhook_server import PATH, start_webhook
 from tests.waiting import PATIENCE, eventually
 
@@ -134,12 +136,30 @@ def _kubectl(
     return subprocess.run(command, capture_output=True, text=True, timeout=PATIENCE, check=False)
 
 
+def _reviews(webhook: ExtenderServer) -> Counter[tuple[str, str]]:
+    """policyext_webhook_reviews_total by (operation, result), as /metrics says it."""
+    reply = webhook.request("GET", "/metrics")
+    assert reply.status == 200
+    scrape = Scrape(reply.body.decode())
+    counts: Counter[tuple[str, str]] = Counter()
+    for (name, labels), value in scrape.samples.items():
+        if name == "policyext_webhook_reviews_total":
+            found = dict(labels)
+            counts[(found["operation"], found["result"])] += int(value)
+    return counts
+
+
 def test_kubectl_apply_of_a_broken_policy_is_refused_through_the_webhook_with_validates_problem(
-    registered: KubeClient, control_plane: ControlPlane, tmp_path: Path
+    registered: KubeClient, control_plane: ControlPlane, webhook: ExtenderServer, tmp_path: Path
 ) -> None:
+    reviews_before = _reviews(webhook)
     created = _kubectl(control_plane, tmp_path, "apply", policy=_broken())
     assert created.returncode != 0
     assert f'admission webhook "{WEBHOOK}" denied the request: {PROBLEM}' in created.stderr
+    # the API server's call, counted in the webhook's metrics (the probes were dry runs
+    # before the fixture returned)
+    refused = _reviews(webhook) - reviews_before
+    assert refused[("CREATE", "refused")] == 1 and refused[("CREATE", "allowed")] == 0
     with pytest.raises(ApiError) as absent:
         registered.get(f"{POLICIES}/critical-off-spot")
     assert absent.value.status == 404
