@@ -48,6 +48,13 @@ class Rendered:
         spec: Json = self.deployment["spec"]["template"]["spec"]
         return spec
 
+    def alert_rules(self, suffix: str) -> list[Json]:
+        """The alerting rules of the PrometheusRules named `<fullname><suffix>`."""
+        found = [
+            o for o in self.all("PrometheusRule") if o["metadata"]["name"] == FULLNAME + suffix
+        ]
+        return [rule for o in found for group in o["spec"]["groups"] for rule in group["rules"]]
+
     def container(self, name: str) -> Json:
         found = [c for c in self.pod_spec["containers"] if c["name"] == name]
         assert found, f"no container {name}"

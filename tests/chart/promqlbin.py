@@ -65,5 +65,19 @@ def check(expressions: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+def assert_parsed(expressions: list[str]) -> None:
+    """Every expression accepted by the Prometheus parser (skipped without Go, or failed
+    in CI)."""
+    from tests.unavailable import skip_or_fail
+
+    try:
+        ensure_checker()
+    except CheckerUnavailable as reason:
+        skip_or_fail(str(reason))
+    accepted = check(expressions)
+    assert accepted.returncode == 0, accepted.stdout
+    assert accepted.stdout.count("ok ") == len(expressions)
+
+
 if __name__ == "__main__":
     print(ensure_checker())
