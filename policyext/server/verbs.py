@@ -171,8 +171,8 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
     if rows is None or not rows.every_known() or _repeats(names, rows.slots):
         return None
     for record, version in zip(rows.records(), versions, strict=True):
-        held = record.node.get("metadata")
-        if not version or not isinstance(held, MAPS) or held.get("resourceVersion") != version:
+        # (a node held under a name the request gives has metadata: the name is in it)
+        if not version or record.node["metadata"].get("resourceVersion") != version:
             return None
     return rows
 
@@ -245,15 +245,10 @@ def _answer(
     if known is not None:
         return _Answered(known, key, known.evaluation, [], {}, prepared, None)  # type: ignore[arg-type]
     nodes, names, unknown = _resolve(args, source)
+    # (the nodes are rows of the node source's table, or Node objects that are not its
+    # own: the request's, or a source's that keeps nothing for them; none to keep values of)
     filters = verb == "filter"
-    ev = prepared.evaluate(
-        nodes,
-        names=names,
-        filters=filters,
-        scores=not filters,
-        detail=False,
-        cache_nodes=args.nodes is None,
-    )
+    ev = prepared.evaluate(nodes, names=names, filters=filters, scores=not filters, detail=False)
     rows = nodes if isinstance(nodes, NodeRows) else None
     return _Answered(None, key, ev, args.nodes or [], unknown, prepared, rows)
 
@@ -313,9 +308,8 @@ def run_prioritize(
     answered = _answer("prioritize", policies, source, args, now, memo, deadline)
     if answered.known is not None:
         return answered.known
-    # NodeNames were checked for repeats by _resolve; nodes sent whole were not
     ev = answered.evaluation
-    body = prioritize_reply(ev, args.names, unique=args.node_names is not None)
+    body = prioritize_reply(ev, args.names)
     result = VerbResult(body, ev, len(args.names), pod=pod_id(args.pod))
     _remember(memo, policies, answered.key, result)
     return result
@@ -349,7 +343,7 @@ def prioritize_ahead(
     ev = prepared.evaluate(rows, filters=False, scores=True, detail=False)
     if ev.timed_out:
         return None
-    body = prioritize_reply(ev, names, unique=True)
+    body = prioritize_reply(ev, names)
     return rows, VerbResult(body, ev, len(names), pod=pod_id(pod), ahead=True)
 
 
@@ -398,13 +392,14 @@ def names_filter_reply(ev: Evaluation, unknown: Mapping[str, str]) -> tuple[byte
     return wire.names_filter_result(feasible, failed, unresolvable, encoded), (encoded, feasible)
 
 
-def prioritize_reply(ev: Evaluation, names: list[str], *, unique: bool = False) -> bytes:
+def prioritize_reply(ev: Evaluation, names: list[str]) -> bytes:
     """HostPriorityList for every name of the request, in its order: its final score, 0
-    for a node the node source did not know (not in the evaluation). `unique`: the names
-    are known to be distinct (else they are checked)."""
-    if ev.names == names and (unique or len(set(names)) == len(names)):
+    for a node the node source did not know (not in the evaluation). A NodeList that sends
+    a node twice is scored copy by copy, each with its own score."""
+    if ev.names == names:
         return wire.host_priorities(names, ev.scores_in_order())
-    scores = ev.final_scores()  # (by name: a repeated name gets its last node's score)
+    # some names unknown (NodeNames, which never repeat a name): looked up by name
+    scores = ev.final_scores()
     return wire.host_priorities(names, [scores.get(n, 0) for n in names])
 
 
@@ -424,7 +419,7 @@ def run_explain(
         args = replace(args, node_names=every() if callable(every) else [])
     nodes, names, unknown = _resolve(args, source)
     prepared = prepare(policies, args.pod, source, now, deadline=deadline)
-    return prepared.evaluate(nodes, names=names, cache_nodes=args.nodes is None), unknown
+    return prepared.evaluate(nodes, names=names), unknown
 
 
 class _VictimFreeSource:

@@ -53,11 +53,20 @@ def _without_version() -> dict[str, Any]:
     return b
 
 
+def _older_b() -> dict[str, Any]:
+    """b as it was before the version the source holds (spot then): versions are opaque
+    to clients, so any other version sent decides, older as well as newer."""
+    b = node("b", {"lifecycle": "spot"}, cpu="8")
+    b["metadata"]["resourceVersion"] = "0"
+    return b
+
+
 CASES = [
     # (what the request sends for node b, feasible nodes, the source's values answer)
     ("the version the source holds", HELD[1], ["a", "b"], True),
     ("a newer version than the source's (now spot)", _newer_b(), ["a"], False),
     ("a node without a resourceVersion (spot)", _without_version(), ["a"], False),
+    ("an older version than the source's (spot then)", _older_b(), ["a"], False),
     ("a node the source does not hold", node("z", {"lifecycle": "on-demand"}), ["a", "z"], False),
 ]
 
@@ -83,6 +92,22 @@ def test_a_node_list_is_answered_from_kept_values_only_when_every_version_is_the
     assert second.evaluation is not None
     # the pod's request once, and each node's two values unless they were kept
     assert second.evaluation.evaluations == (1 if kept else 1 + 2 * len(sent))
+
+
+def test_a_node_without_a_version_is_never_taken_for_a_held_node_without_one() -> None:
+    """A node source may hold a node with an empty resourceVersion (a snapshot written by
+    hand): a node sent without one is still not known to be that version, and the request's
+    own Nodes answer."""
+    policy_set = policies(POLICY)
+    held = copy.deepcopy(HELD)
+    held[1]["metadata"]["resourceVersion"] = ""
+    source = ClusterSource(fake_api())
+    source.replace("nodes", held)
+    source.replace("pods", [])
+    sent = [copy.deepcopy(HELD[0]), _without_version()]  # b now spot, sent without a version
+    args = wire.ExtenderArgs(pod(cpu="2"), sent, None)
+    reply = orjson.loads(verbs.run_filter(policy_set, source, args, NOW).body)
+    assert [n["metadata"]["name"] for n in reply["Nodes"]["items"]] == ["a"]
 
 
 def test_a_node_list_naming_a_held_node_twice_is_answered_from_the_nodes_sent() -> None:

@@ -120,3 +120,31 @@ def test_a_repeat_is_refused_after_the_same_distinct_names_were_checked_again_an
             assert hot.direct(f"/{verb}", repeated) is None  # for Flask to refuse
             with pytest.raises(wire.WireError, match=f"NodeNames: {first!r} appears more"):
                 hot.answer(verb, repeated)
+
+
+BY_SIZE = policies(
+    policy(
+        "by-size",
+        """
+        scores:
+          - name: size-label
+            expression: "double(node.metadata.labels.?size.orValue('0'))"
+        """,
+    )
+)
+
+
+@pytest.mark.parametrize("source_kind", list(SOURCES)[:1] + list(SOURCES)[2:])
+def test_a_node_list_sending_a_node_twice_is_scored_copy_by_copy(source_kind: str) -> None:
+    """Nodes sent whole are not checked for repeats (kube-scheduler sends each node once;
+    the request's objects answer): each entry of the priority list has the score of its
+    own copy, as it was sent."""
+    source = SOURCES[source_kind](NODES)
+    small, large = node("a", {"size": "2"}), node("a", {"size": "9"})  # two versions
+    args = wire.ExtenderArgs(POD, [small, node("b", {"size": "5"}), large], None)
+    reply = orjson.loads(verbs.run_prioritize(BY_SIZE, source, args, NOW).body)
+    assert reply == [
+        {"Host": "a", "Score": 2},
+        {"Host": "b", "Score": 5},
+        {"Host": "a", "Score": 9},
+    ]

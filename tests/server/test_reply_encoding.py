@@ -228,7 +228,7 @@ def test_the_node_by_node_evaluator_replies_the_same_way(kind: str) -> None:
     )
     scores = {v.name: v.score for v in scored.nodes}
     plain = [{"Host": n, "Score": scores.get(n) or 0} for n in [*known, *UNKNOWN]]
-    assert verbs.prioritize_reply(scored, [*known, *UNKNOWN], unique=True) == orjson.dumps(plain)
+    assert verbs.prioritize_reply(scored, [*known, *UNKNOWN]) == orjson.dumps(plain)
 
 
 # rejections alone that every node they reject shares (plain), quoted, unresolvable

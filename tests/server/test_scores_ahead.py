@@ -401,3 +401,40 @@ def test_a_prioritize_call_answered_from_the_scores_ahead_counts_what_it_would_h
 
     assert counted[True] == counted[False]
     assert counted[True][0][0] > 0  # (errors there were, to be counted alike)
+
+
+class _NotSynced(ClusterSource):
+    def ready(self) -> bool:
+        return False
+
+
+def _source_of(kind: str) -> ClusterSource | None:
+    if kind == "no node source":
+        return None
+    source = _NotSynced(fake_api()) if kind == "a source not synced" else ClusterSource(fake_api())
+    source.replace("nodes", copy.deepcopy(NODES))
+    source.replace("pods", [])
+    return source
+
+
+@pytest.mark.parametrize(
+    ("kind", "loaded"),
+    [
+        ("no node source", True),
+        ("a source not synced", True),
+        ("a synced source", False),
+    ],
+    ids=["no node source", "a source not synced", "no policies loaded"],
+)
+def test_no_scores_are_worked_out_ahead_where_prioritize_would_answer_zeros(
+    kind: str, loaded: bool
+) -> None:
+    """Where the prioritize call itself would answer zeros for want of a node source or of
+    policies, nothing is worked out ahead for it (whoever asks)."""
+    from policyext.policy.compile import NOT_LOADED
+
+    policy_set = _policies() if loaded else NOT_LOADED
+    ahead = verbs.prioritize_ahead(policy_set, _source_of(kind), _pod("web"), ["a", "b"], NOW)
+    assert ahead is None
+    synced = _source_of("a synced source")
+    assert verbs.prioritize_ahead(_policies(), synced, _pod("web"), ["a", "b"], NOW) is not None

@@ -7,15 +7,21 @@ them with POLICYEXT_UPDATE_FIXTURES=1 and review the diff: see golden.py).
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from policyext.cel import Timestamp
+from policyext.policy.compile import NOT_LOADED
+from policyext.server import verbs, wire
 from tests.server.conftest import ServerFactory
 from tests.server.golden import assert_matches_fixture
 from tests.server.harness import FIXTURES, ExtenderServer, send
 from tests.server.kube import Json, args_with_names, args_with_nodes, fixture, node, pod
+from tests.server.test_memo import MovingSource
 
 PROTOCOL_CASES = [
     ("filter-names", "/filter"),
@@ -157,8 +163,42 @@ def test_node_names_without_a_node_source_is_a_filter_error_the_scheduler_retrie
     assert reply.status == 200
     assert "no node source" in result["Error"]
     assert "nodeCacheCapable: false" in result["Error"]
-    assert result["NodeNames"] == []
-    assert result["FailedNodes"] == {}
+    # the reply of the mode asked in: no Nodes, no names passed, none failed
+    assert result == {
+        "Nodes": None,
+        "NodeNames": [],
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": result["Error"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "nodes", "names"),
+    [
+        ("NodeNames", None, []),
+        ("Nodes", {"metadata": {}, "items": []}, None),
+    ],
+)
+def test_a_filter_before_any_policy_is_loaded_is_an_error_in_the_mode_asked_in(
+    mode: str, nodes: object, names: object
+) -> None:
+    known = [node("a"), node("b")]
+    sent = (
+        args_with_names(pod("web-1"), ["a", "b"])
+        if nodes is None
+        else (args_with_nodes(pod("web-1"), known))
+    )
+    args = wire.parse_extender_args(sent)
+    now = Timestamp(time.time_ns())
+    result = json.loads(verbs.run_filter(NOT_LOADED, MovingSource(known), args, now).body)
+    assert result == {
+        "Nodes": nodes,
+        "NodeNames": names,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": verbs.NOT_LOADED_MESSAGE,
+    }
 
 
 def test_the_explain_endpoint_refuses_node_names_without_a_node_source(
