@@ -12,7 +12,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.chart.chart import CHART, FULLNAME, NAMESPACE, Chart, Json, Rendered, process
+from tests.chart.chart import CHART, FULLNAME, NAMESPACE, Chart, Json, Rendered
 
 WEBHOOK = f"{FULLNAME}-webhook"
 CRD = CHART / "ci" / "crd-values.yaml"
@@ -160,21 +160,6 @@ def test_the_webhook_container_serves_its_certificate_and_reads_the_other_source
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert "/etc/policyext/webhook-tls" in mounts
     assert ("/etc/policyext/rules" in mounts) == ("policies.mount=true" in sets)
-
-
-def test_the_webhook_container_runs_policyext_webhook_and_not_the_images_serve(
-    chart: Chart,
-) -> None:
-    """The image's ENTRYPOINT is `policyext serve`, which the extender container's args
-    follow; the webhook container's must not (`policyext serve webhook ...` would read a
-    policy folder named `webhook` and exit)."""
-    rendered = chart.render([CRD])
-    assert process(rendered.container("webhook"))[:3] == [
-        "policyext",
-        "webhook",
-        "--bind=0.0.0.0:8443",
-    ]
-    assert process(rendered.container("extender"))[:3] == ["policyext", "serve", "--in-cluster"]
 
 
 def test_the_network_policy_lets_the_api_server_reach_the_webhook(chart: Chart) -> None:
