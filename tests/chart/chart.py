@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,21 @@ NAMESPACE = "sched"
 FULLNAME = f"{RELEASE}-policyext"
 
 Json = dict[str, Any]
+
+
+def image_entrypoint() -> list[str]:
+    """The ENTRYPOINT of the image the chart runs (the repository's Dockerfile, exec form):
+    what a container of that image without a `command` runs, its `args` after it."""
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    (entrypoint,) = [line for line in lines if line.startswith("ENTRYPOINT ")]
+    words: list[str] = json.loads(entrypoint.removeprefix("ENTRYPOINT "))
+    return words
+
+
+def process(container: Json) -> list[str]:
+    """What a container of the policyext image runs: its command (the image's ENTRYPOINT
+    without one), then its args."""
+    return [*(container.get("command") or image_entrypoint()), *container.get("args", [])]
 
 
 class HelmError(RuntimeError):

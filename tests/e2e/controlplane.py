@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import dataclasses
 import datetime
+import fcntl
 import http.client
 import ipaddress
 import json
@@ -27,6 +28,7 @@ import secrets
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import time
 import urllib.parse
@@ -55,7 +57,9 @@ SCHEDULER = "system:kube-scheduler"
 # The node lifecycle controller would remove this taint once a node reports Ready; there is
 # no controller manager here, so the harness plays that part for fake nodes.
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-SERVICE_CIDR = "10.0.0.0/24"  # only an allocation range: nothing is ever sent there
+# only an allocation range: nothing is ever sent there (no kube-proxy runs; the API server
+# calls a webhook's Service at its endpoints, --enable-aggregator-routing below)
+SERVICE_CIDR = "10.0.0.0/24"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,11 +185,32 @@ def _write_private(path: Path, data: bytes) -> None:
 # --------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the kernel's pick, then released)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port of `host` (loopback by default) nobody listens on right now (the kernel's
+    pick, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+_SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
+
+
+def host_address() -> str | None:
+    """An IPv4 address of this machine's own interfaces that may be a Service's endpoint
+    (the API server refuses loopback and link-local ones), or None without any. Read from
+    the interfaces themselves: no route, name resolution or traffic needed."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, request)
+            except OSError:  # down, or without an IPv4 address
+                continue
+            address = ipaddress.IPv4Address(answer[20:24])
+            if not (address.is_loopback or address.is_link_local or address.is_unspecified):
+                return str(address)
+    return None
 
 
 _PR_SET_PDEATHSIG = 1
@@ -620,6 +645,10 @@ class ControlPlane:
                 f"--service-account-signing-key-file={self.pki.service_account_key}",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # a Service the API server calls (an admission or conversion webhook's, an
+                # aggregated API's) is called at a ready address of its EndpointSlices, not
+                # at its ClusterIP, which only kube-proxy (not running here) would forward
+                "--enable-aggregator-routing=true",
                 "--profiling=false",
                 # Stop at once: the default lets in-flight requests drain for up to a minute.
                 "--shutdown-delay-duration=0s",

@@ -1,13 +1,7 @@
-"""The Helm chart against the real API server and kube-scheduler.
-
-`helm install` puts the chart into the test API server (which must accept every object);
-then kube-scheduler and `policyext serve` run here, on loopback, with what the chart
-installed: its scheduler configuration, its policies and its two ServiceAccounts' identities
-(kube-scheduler's and the extender's, tokens from the TokenRequest API), so that RBAC is
-exactly what the chart grants each. Only what cannot be the same outside a pod is adapted:
-the extender's localhost ports, the policy directory the kubelet would mount, and the API
-server's address. (No controller manager runs here, so the extender's token Secret stays
-empty: its identity comes from a TokenRequest for the same ServiceAccount.)
+"""The Helm chart against the real API server and kube-scheduler, with its policies watched
+from its ConfigMap or mounted from it: `helm install` into the test API server, then its
+containers run here with what it installed (tests/e2e/chart.py says how and what is
+adapted).
 """
 
 from __future__ import annotations
@@ -29,8 +23,9 @@ import pytest
 import yaml
 
 from tests.chart.chart import CHART
-from tests.chart.helmbin import HelmUnavailable, ensure_helm
-from tests.e2e.controlplane import ApiError, Component, ControlPlane, KubeClient, free_port, pod
+from tests.e2e import chart
+from tests.e2e.chart import Running
+from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient, pod
 from tests.e2e.extender import CRITICAL_OFF_SPOT, bind_count, http_get, spot_and_on_demand
 from tests.e2e.rbac import can
 from tests.unavailable import skip_or_fail
@@ -47,13 +42,6 @@ SCHEDULER_NAME = "chart-scheduler"
 SECURITY_FLAGS = ("--ops-bind", "--introspection", "--bind-verb", "--scheduler-name")
 
 
-def _helm() -> Path:
-    try:
-        return ensure_helm()
-    except HelmUnavailable as reason:
-        skip_or_fail(str(reason))
-
-
 def _serve_flags() -> str:
     return subprocess.run(
         [sys.executable, "-m", "policyext.cli", "serve", "--help"],
@@ -64,29 +52,8 @@ def _serve_flags() -> str:
 
 
 @dataclass(frozen=True)
-class Installed:
-    namespace: str
-    helm: Path
-    kubeconfig: Path
-    watched: bool
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(
-            [
-                str(self.helm),
-                *args,
-                "--namespace",
-                self.namespace,
-                "--kubeconfig",
-                str(self.kubeconfig),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+class Installed(chart.Installed):
+    watched: bool = False
 
 
 def _values(watched: bool, policies: dict[str, str]) -> dict[str, Any]:
@@ -109,7 +76,7 @@ def installed(
 ) -> Iterator[Installed]:
     """The chart installed with its policies watched through the API (`policies.watch`) or
     mounted as files (`policies.mount`, the kubelet's part played by the test)."""
-    helm = _helm()
+    helm = chart.helm()
     admin = control_plane.client()
     namespace = f"chart-{uuid.uuid4().hex[:6]}"
     admin.create_namespace(namespace)
@@ -120,7 +87,7 @@ def installed(
     values.write_text(
         yaml.safe_dump(_values(watched, {"critical-off-spot.yaml": CRITICAL_OFF_SPOT}))
     )
-    release = Installed(namespace, helm, control_plane.admin_kubeconfig, watched)
+    release = Installed(namespace, helm, control_plane.admin_kubeconfig, RELEASE, watched)
     release.run("install", RELEASE, str(CHART), "--values", str(values))
     yield release
     release.run("uninstall", RELEASE)
@@ -129,33 +96,13 @@ def installed(
 def test_the_api_server_accepts_every_object_the_chart_installs(
     installed: Installed, admin: KubeClient
 ) -> None:
-    manifest = [o for o in yaml.safe_load_all(installed.run("get", "manifest", RELEASE)) if o]
+    manifest = installed.manifest()
     kinds = {o["kind"] for o in manifest}
 
     assert {"Deployment", "ConfigMap", "ClusterRole", "Role", "NetworkPolicy", "Secret"} <= kinds
     for obj in manifest:
-        stored = admin.get(_path(obj, installed.namespace))
+        stored = admin.get(chart.object_path(obj, installed.namespace))
         assert stored["metadata"]["name"] == obj["metadata"]["name"]
-
-
-_PLURALS = {
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "Secret": "/api/v1/namespaces/{ns}/secrets",
-    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
-    "Service": "/api/v1/namespaces/{ns}/services",
-    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
-    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
-    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
-    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
-    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-}
-
-
-def _path(obj: dict[str, Any], namespace: str) -> str:
-    base = _PLURALS[obj["kind"]].format(ns=obj["metadata"].get("namespace", namespace))
-    return f"{base}/{obj['metadata']['name']}"
 
 
 # --------------------------------------------------------------------------- identities
@@ -191,8 +138,8 @@ def test_the_extenders_identity_is_refused_what_kube_schedulers_may_do(
     """The two ServiceAccounts as the chart bound them: the extender binds (extender.bind)
     but cannot delete a pod or read Secrets, which kube-scheduler's identity may partly do."""
     ns = installed.namespace
-    extender = KubeClient(admin.port, _token(admin, ns, EXTENDER_SA), admin.context)
-    scheduler = KubeClient(admin.port, _token(admin, ns, SCHEDULER_SA), admin.context)
+    extender = KubeClient(admin.port, chart.token(admin, ns, EXTENDER_SA), admin.context)
+    scheduler = KubeClient(admin.port, chart.token(admin, ns, SCHEDULER_SA), admin.context)
     name = f"victim-{uuid.uuid4().hex[:6]}"
     admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name="nobody"))
 
@@ -210,67 +157,6 @@ def test_the_extenders_identity_is_refused_what_kube_schedulers_may_do(
 # --------------------------------------------------------------------------- running it
 
 
-@dataclass(frozen=True)
-class Running:
-    url: str  # the verbs
-    ops_url: str  # the operations endpoints (probes, /metrics, /policies)
-    rules: Path
-    scheduler_port: int
-
-
-def _token(admin: KubeClient, namespace: str, account: str) -> str:
-    """A token of one of the chart's ServiceAccounts (TokenRequest API)."""
-    token: str = admin.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600},
-        },
-    )["status"]["token"]
-    return token
-
-
-def _service_account_kubeconfig(
-    control_plane: ControlPlane, admin: KubeClient, namespace: str, account: str, path: Path
-) -> Path:
-    """A kubeconfig with a token of one of the chart's ServiceAccounts: what the token its
-    container mounts would be (kube-scheduler's projected one, the extender's Secret)."""
-    token = _token(admin, namespace, account)
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "e2e",
-                "cluster": {
-                    "server": control_plane.server,
-                    "certificate-authority": str(control_plane.ca_file),
-                },
-            }
-        ],
-        "users": [{"name": "chart", "user": {"token": token}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "chart"}}],
-        "current-context": "e2e",
-    }
-    path.write_text(yaml.safe_dump(document))
-    path.chmod(0o600)
-    return path
-
-
-def _replace(args: list[str], flag: str, value: str | None) -> list[str]:
-    """`args` with `--flag=...` replaced by `--flag=value` (or dropped for None)."""
-    assert any(a.startswith(f"{flag}=") or a == flag for a in args), f"{flag} not in {args}"
-    out = []
-    for arg in args:
-        if arg == flag or arg.startswith(f"{flag}="):
-            if value is not None:
-                out.append(f"{flag}={value}" if "=" in arg else value)
-        else:
-            out.append(arg)
-    return out
-
-
 @pytest.fixture(scope="module")
 def running(
     control_plane: ControlPlane,
@@ -280,95 +166,8 @@ def running(
     missing = [f for f in SECURITY_FLAGS if f not in _serve_flags()]
     if missing:
         skip_or_fail(f"policyext serve has no {', '.join(missing)}, which the chart passes")
-    admin = control_plane.client()
-    ns = installed.namespace
-    folder = tmp_path_factory.mktemp("chart-run")
-    kubeconfig = _service_account_kubeconfig(
-        control_plane, admin, ns, EXTENDER_SA, folder / "extender.kubeconfig"
-    )
-    scheduler_kubeconfig = _service_account_kubeconfig(
-        control_plane, admin, ns, SCHEDULER_SA, folder / "scheduler.kubeconfig"
-    )
-    deployment = admin.get(f"/apis/apps/v1/namespaces/{ns}/deployments/{FULLNAME}")
-    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
-
-    # the policy directory the kubelet would mount from the chart's ConfigMap
-    rules = folder / "rules"
-    rules.mkdir()
-    policies = admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-policies")["data"]
-    for name, content in policies.items():
-        (rules / name).write_text(content)
-
-    port, ops_port = free_port(), free_port()
-    extender_args = containers["extender"]["args"]
-    assert "--bind=127.0.0.1:8888" in extender_args  # the verbs on loopback only
-    extender_args = _replace(extender_args, "--in-cluster", f"--kubeconfig={kubeconfig}")
-    extender_args = _replace(extender_args, "--bind", f"127.0.0.1:{port}")
-    extender_args = _replace(extender_args, "--ops-bind", f"127.0.0.1:{ops_port}")
-    if not installed.watched:
-        extender_args = _replace(extender_args, "--rules", str(rules))
-    extender = Component(
-        "chart-extender",
-        [sys.executable, "-m", "policyext.cli", "serve", *extender_args],
-        control_plane.logdir / "chart-extender.log",
-    )
-
-    # the scheduler configuration as installed; only the extender's port is this machine's
-    config = yaml.safe_load(
-        admin.get(f"/api/v1/namespaces/{ns}/configmaps/{FULLNAME}-scheduler")["data"]["config.yaml"]
-    )
-    (entry,) = config["extenders"]
-    assert entry["urlPrefix"] == "http://127.0.0.1:8888"
-    entry["urlPrefix"] = f"http://127.0.0.1:{port}"
-    # in a pod: in-cluster, with the token kube-scheduler's container mounts
-    config["clientConnection"] = {"kubeconfig": str(scheduler_kubeconfig)}
-    config_path = folder / "config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    scheduler_port = free_port()
-    scheduler_args = _replace(containers["kube-scheduler"]["args"], "--config", str(config_path))
-    scheduler_args = _replace(scheduler_args, "--secure-port", str(scheduler_port))
-    assert control_plane.pki is not None
-    scheduler = Component(
-        "chart-kube-scheduler",
-        [
-            str(control_plane.binaries.kube_scheduler),
-            *scheduler_args,
-            # in a pod these come from the in-cluster config and self-signed certificates
-            f"--authentication-kubeconfig={scheduler_kubeconfig}",
-            f"--authorization-kubeconfig={scheduler_kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--tls-cert-file={control_plane.pki.serving_cert}",
-            f"--tls-private-key-file={control_plane.pki.serving_key}",
-        ],
-        control_plane.logdir / "chart-kube-scheduler.log",
-    )
-    control_plane.components[extender.name] = extender
-    control_plane.components[scheduler.name] = scheduler
-    try:
-        extender.start()
-        ops_url = f"http://127.0.0.1:{ops_port}"
-        extender.wait_ready(lambda: http_get(f"{ops_url}/readyz")[0] == 200, PATIENCE)
-        scheduler.start()
-        # it leads once it holds the Lease, which only the chart's Role lets it write
-        _wait_for_leader(admin, ns, scheduler)
-        yield Running(f"http://127.0.0.1:{port}", ops_url, rules, scheduler_port)
-    finally:
-        scheduler.stop()
-        extender.stop()
-
-
-def _wait_for_leader(admin: KubeClient, namespace: str, scheduler: Component) -> None:
-    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{FULLNAME}"
-
-    def leads() -> bool:
-        try:
-            return bool(admin.get(path)["spec"].get("holderIdentity"))
-        except ApiError as error:
-            if error.status == 404:
-                return False
-            raise
-
-    scheduler.wait_ready(leads, timeout=PATIENCE)
+    with chart.running(control_plane, installed, tmp_path_factory.mktemp("chart-run")) as run:
+        yield run
 
 
 @pytest.mark.parametrize(
@@ -569,10 +368,10 @@ def test_kube_schedulers_metrics_answer_a_scraper_allowed_to_get_them(
 def test_an_install_without_policies_is_refused_unless_allowed(
     control_plane: ControlPlane, admin: KubeClient, tmp_path: Path
 ) -> None:
-    helm = _helm()
+    helm = chart.helm()
     namespace = f"chart-empty-{uuid.uuid4().hex[:6]}"
     admin.create_namespace(namespace)
-    release = Installed(namespace, helm, control_plane.admin_kubeconfig, False)
+    release = Installed(namespace, helm, control_plane.admin_kubeconfig, "pe2e-empty")
     refused = subprocess.run(
         [
             str(helm),
