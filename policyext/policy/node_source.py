@@ -1,7 +1,7 @@
 """The node-source protocol: what the engine reads of nodes beyond a request
-(`NodeSource`), and what the server reads too (`LiveNodeSource`). The snapshot, the
-cluster's caches and preemption's view without the victims implement it; the engine and
-the server only ever see it."""
+(`NodeSource`), and what the server reads too (`LiveNodeSource`). The snapshot and the
+cluster's caches implement both; preemption's view without the victims is a NodeSource
+the engine alone sees. The engine and the server only ever see the protocol."""
 
 from __future__ import annotations
 
@@ -57,4 +57,9 @@ class LiveNodeSource(NodeSource, Protocol):
 
     def pod_by_uid(self, uid: str) -> Mapping[str, Any] | None:
         """A pod the source knows, by UID (preemption victims arrive as UIDs)."""
+        ...
+
+    def node_rows(self, names: Sequence[str]) -> NodeRows:
+        """As NodeSource's, never None: a source the server answers from keeps a table of
+        its nodes, whose values NodeNames requests are answered from."""
         ...

@@ -23,6 +23,7 @@ from policyext.policy import (
     LiveNodeSource,
     NodeInfo,
     NodeRows,
+    NodeSource,
     PolicySet,
     Prepared,
     Refused,
@@ -104,12 +105,6 @@ def _resolve(
     assert source is not None
     requested = args.node_names or []
     rows = source.node_rows(requested)
-    if rows is None:  # a source that keeps nothing: its nodes one by one
-        check_repeats(requested)
-        found = [(name, source.get_node(name)) for name in requested]
-        unknown = {name: UNKNOWN_NODE for name, node in found if node is None}
-        known = [(name, node) for name, node in found if node is not None]
-        return [node for _, node in known], [name for name, _ in known], unknown
     if rows.every_known():
         _check_slots(requested, rows.slots)
         return rows, rows.names, {}
@@ -168,7 +163,7 @@ def _held_versions(source: LiveNodeSource | None, args: wire.ExtenderArgs) -> No
         names = [node["metadata"]["name"] for node in nodes]
         versions = [node["metadata"].get("resourceVersion", "") for node in nodes]
     rows = source.node_rows(names)
-    if rows is None or not rows.every_known() or _repeats(names, rows.slots):
+    if not rows.every_known() or _repeats(names, rows.slots):
         return None
     for record, version in zip(rows.records(), versions, strict=True):
         # (a node held under a name the request gives has metadata: the name is in it)
@@ -336,7 +331,7 @@ def prioritize_ahead(
     rows = _passed(filtered, names) if filtered is not None else None
     if rows is None:
         rows = source.node_rows(names)
-        if rows is None or not rows.every_known() or _repeats(names, rows.slots):
+        if not rows.every_known() or _repeats(names, rows.slots):
             return None
     reused = filtered.prepared.for_scores(deadline) if filtered and filtered.prepared else None
     prepared = reused or prepare(policies, pod, source, now, deadline=deadline)
@@ -423,18 +418,16 @@ def run_explain(
 
 
 class _VictimFreeSource:
-    """The node source as seen after the victims of a preemption are evicted: a whole
-    LiveNodeSource, whose answers are never those of the source it wraps (the victims
-    change the node information), so nothing computed with it is reused elsewhere."""
-
-    _views = itertools.count(-1, -1)  # generations no real source has (they count up from 0)
+    """The node source as the engine sees it once the victims of a preemption are evicted:
+    a NodeSource (the engine's contract) whose node information is never the wrapped
+    source's (the victims change it), so it keeps nothing for its nodes. Only the engine
+    reads it: the server's own source answers everything else."""
 
     def __init__(
         self, base: LiveNodeSource | None, victims: dict[str, list[Mapping[str, Any]]]
     ) -> None:
         self.base = base
         self.victims = victims
-        self.generation = next(self._views)
 
     @property
     def has_pods(self) -> bool:
@@ -442,18 +435,6 @@ class _VictimFreeSource:
 
     def node_rows(self, names: Sequence[str]) -> None:
         return None  # what the rules read here is not the nodes' alone: never kept
-
-    def node_count(self) -> int:
-        return self.base.node_count() if self.base is not None else 0
-
-    def ready(self) -> bool:
-        return self.base is None or self.base.ready()
-
-    def sync_problem(self) -> str:
-        return self.base.sync_problem() if self.base is not None else ""
-
-    def pod_by_uid(self, uid: str) -> Mapping[str, Any] | None:
-        return self.base.pod_by_uid(uid) if self.base is not None else None
 
     def get_node(self, name: str) -> Mapping[str, Any] | None:
         return self.base.get_node(name) if self.base is not None else None
@@ -488,7 +469,7 @@ def run_preempt(
             victims[name] = [p for p in pods if p is not None]
         else:
             victims[name] = list(v.pods)
-    free: LiveNodeSource = _VictimFreeSource(source, victims)  # (mypy checks it is whole)
+    free: NodeSource = _VictimFreeSource(source, victims)  # (mypy checks it is whole)
     ev = evaluate(policies, args.pod, nodes, free, now, scores=False, deadline=deadline)
     accepted = {name: args.victims[name] for name in ev.feasible_names()}
     return VerbResult(wire.preemption_result(accepted), ev, len(args.victims))

@@ -5,14 +5,12 @@ slots (a count per slot, not a set of the names), and every other path still ref
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
 import pytest
 
 from policyext.policy.compile import NOT_LOADED, PolicySet
-from policyext.policy.rows import NodeRows
 from policyext.server import verbs, wire
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
@@ -43,13 +41,6 @@ class NotReady(MovingSource):
         return False
 
 
-class KeepsNothing(MovingSource):
-    """A source that keeps no rows (as preemption's view): its nodes one by one."""
-
-    def node_rows(self, names: Sequence[str]) -> NodeRows | None:  # type: ignore[override]
-        return None
-
-
 REPEATS = [
     (["a", "b", "a"], "a"),
     (["x", "y", "x"], "x"),  # unknown to the source
@@ -58,7 +49,7 @@ REPEATS = [
     (["a", "x", "b", "b", "x"], "b"),  # the first name seen again
     (["a"] * 1000, "a"),
 ]
-SOURCES = {"the snapshot": MovingSource, "not ready": NotReady, "keeps nothing": KeepsNothing}
+SOURCES = {"the snapshot": MovingSource, "not ready": NotReady}
 RUNS = {"filter": verbs.run_filter, "prioritize": verbs.run_prioritize}
 
 
@@ -134,12 +125,11 @@ BY_SIZE = policies(
 )
 
 
-@pytest.mark.parametrize("source_kind", list(SOURCES)[:1] + list(SOURCES)[2:])
-def test_a_node_list_sending_a_node_twice_is_scored_copy_by_copy(source_kind: str) -> None:
+def test_a_node_list_sending_a_node_twice_is_scored_copy_by_copy() -> None:
     """Nodes sent whole are not checked for repeats (kube-scheduler sends each node once;
     the request's objects answer): each entry of the priority list has the score of its
     own copy, as it was sent."""
-    source = SOURCES[source_kind](NODES)
+    source = MovingSource(NODES)
     small, large = node("a", {"size": "2"}), node("a", {"size": "9"})  # two versions
     args = wire.ExtenderArgs(POD, [small, node("b", {"size": "5"}), large], None)
     reply = orjson.loads(verbs.run_prioritize(BY_SIZE, source, args, NOW).body)
