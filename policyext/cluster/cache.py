@@ -196,10 +196,6 @@ class ClusterSource:
 
     # -- the LiveNodeSource contract (readers: no lock, one dictionary read per answer)
 
-    @property
-    def has_pods(self) -> bool:
-        return True
-
     def node_count(self) -> int:
         return len(self._with_node)
 

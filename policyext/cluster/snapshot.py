@@ -144,10 +144,6 @@ class SnapshotSource:
         return require_nodes(cls.from_file(path))
 
     @property
-    def has_pods(self) -> bool:
-        return True
-
-    @property
     def generation(self) -> int:
         """Changes whenever a node or its information does: never, for a file."""
         return 0

@@ -14,11 +14,9 @@ from policyext.policy.rows import NodeRows
 
 class NodeSource(Protocol):
     """What the engine learns about nodes beyond the request: a snapshot file, the live
-    cluster's caches, or preemption's view of them without the victims. `has_pods` says
-    whether `requested`/`free`/`pods` can be known."""
-
-    @property
-    def has_pods(self) -> bool: ...
+    cluster's caches, or preemption's view of them without the victims. Whether the pods
+    on a node are known is its node information's to say (`node_info`: without them,
+    reading `requested`, `free` or `pods` is an evaluation error)."""
 
     def get_node(self, name: str) -> Mapping[str, Any] | None: ...
 

@@ -273,7 +273,7 @@ def run_filter(
         body, passed = names_filter_reply(ev, unknown)
     else:
         originals = args.raw_nodes if args.raw_nodes is not None else answered.nodes
-        body = nodes_filter_reply(ev, unknown, originals)
+        body = nodes_filter_reply(ev, originals)
     result = VerbResult(
         body,
         ev,
@@ -351,19 +351,13 @@ def _passed(filtered: VerbResult, names: list[str]) -> NodeRows | None:
     return passed if passed.names == names else None
 
 
-def nodes_filter_reply(
-    ev: Evaluation, unknown: Mapping[str, str], originals: Sequence[object]
-) -> bytes:
+def nodes_filter_reply(ev: Evaluation, originals: Sequence[object]) -> bytes:
     """ExtenderFilterResult of an evaluation in Nodes mode: the nodes that passed
     (`originals` are the request's nodes, as objects or as the bytes they came in), then
-    the failed nodes, those the node source did not know first."""
-    rejected, unresolvable_ = ev.rejected()
-    failed_: dict[str, str] = rejected
-    if unknown:
-        failed_ = dict.fromkeys(unknown, UNKNOWN_NODE)
-        failed_.update(rejected)
+    the failed nodes (every node is the request's own: none is unknown)."""
+    rejected, unresolvable = ev.rejected()
     passed = list(itertools.compress(originals, (~ev.infeasible()).tolist()))
-    return wire.filter_result(passed, None, failed_, unresolvable_)  # type: ignore[arg-type]
+    return wire.filter_result(passed, None, rejected, unresolvable)  # type: ignore[arg-type]
 
 
 def names_filter_reply(ev: Evaluation, unknown: Mapping[str, str]) -> tuple[bytes, Passed]:
@@ -419,19 +413,16 @@ def run_explain(
 
 class _VictimFreeSource:
     """The node source as the engine sees it once the victims of a preemption are evicted:
-    a NodeSource (the engine's contract) whose node information is never the wrapped
-    source's (the victims change it), so it keeps nothing for its nodes. Only the engine
-    reads it: the server's own source answers everything else."""
+    a NodeSource (the engine's contract: a node by name, its rows, its information) whose
+    node information is never the wrapped source's (the victims change it), so it keeps
+    nothing for its nodes. Only the engine reads it: the server's own source answers
+    everything else."""
 
     def __init__(
         self, base: LiveNodeSource | None, victims: dict[str, list[Mapping[str, Any]]]
     ) -> None:
         self.base = base
         self.victims = victims
-
-    @property
-    def has_pods(self) -> bool:
-        return self.base is not None and self.base.has_pods
 
     def node_rows(self, names: Sequence[str]) -> None:
         return None  # what the rules read here is not the nodes' alone: never kept

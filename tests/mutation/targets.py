@@ -129,6 +129,7 @@ TARGETS: Final = (
             "tests/server/test_node_list_versions.py",
             "tests/server/test_memo.py",
             "tests/server/test_decision_counts.py",
+            "tests/server/test_engine_agreement.py",
         ),
     ),
     Target(

@@ -47,8 +47,6 @@ def test_every_source_the_server_is_given_is_a_whole_live_node_source(name: str,
 
 def test_a_source_with_only_the_engines_contract_is_refused_when_the_app_is_made() -> None:
     class EngineOnly:
-        has_pods = True
-
         def get_node(self, name: str) -> None:
             return None
 

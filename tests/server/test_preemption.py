@@ -90,3 +90,20 @@ def test_preempt_refuses_a_node_the_victims_do_not_free_enough(client: FlaskClie
     huge = pod("huge-1", requests={"cpu": "4500m"})  # more than the node has
     body = {"Pod": huge, "NodeNameToVictims": {"n1": {"Pods": [VICTIM], "NumPDBViolations": 0}}}
     assert _post(client, "/preempt", body) == {"NodeNameToMetaVictims": {}}
+
+
+def test_preempt_leaves_out_a_node_it_cannot_see_and_decides_on_the_others(
+    client: FlaskClient,
+) -> None:
+    """A candidate node the node source lacks (removed since the scheduler's snapshot)
+    cannot be accepted; the candidates after it are still decided on."""
+    body = {
+        "Pod": PREEMPTOR,
+        "NodeNameToMetaVictims": {
+            "gone": {"Pods": [{"UID": "uid-elsewhere"}], "NumPDBViolations": 0},
+            "n1": {"Pods": [{"UID": VICTIM_UID}], "NumPDBViolations": 0},
+        },
+    }
+    assert _post(client, "/preempt", body) == {
+        "NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": VICTIM_UID}], "NumPDBViolations": 0}}
+    }

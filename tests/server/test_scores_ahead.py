@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from policyext.cluster.cache import ClusterSource
 from policyext.policy.compile import PolicySet, load_policy_texts
-from policyext.server import verbs
+from policyext.server import verbs, wire
 from policyext.server.metrics import Metrics
 from policyext.store import PolicyStore
 from tests.cluster.fake_core import fake_api
@@ -418,23 +418,54 @@ def _source_of(kind: str) -> ClusterSource | None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "loaded"),
+    ("kind", "loaded", "names"),
     [
-        ("no node source", True),
-        ("a source not synced", True),
-        ("a synced source", False),
+        ("no node source", True, ["a", "b"]),
+        ("a source not synced", True, ["a", "b"]),
+        ("a synced source", False, ["a", "b"]),
+        ("a synced source", True, ["a", "nowhere"]),
+        ("a synced source", True, ["a", "b", "a"]),
     ],
-    ids=["no node source", "a source not synced", "no policies loaded"],
+    ids=[
+        "no node source",
+        "a source not synced",
+        "no policies loaded",
+        "a node the source does not hold",
+        "a name given twice",
+    ],
 )
-def test_no_scores_are_worked_out_ahead_where_prioritize_would_answer_zeros(
-    kind: str, loaded: bool
+def test_no_scores_are_worked_out_ahead_where_prioritize_would_not_score_the_nodes(
+    kind: str, loaded: bool, names: list[str]
 ) -> None:
-    """Where the prioritize call itself would answer zeros for want of a node source or of
-    policies, nothing is worked out ahead for it (whoever asks)."""
+    """Where the prioritize call itself answers zeros (no node source, no policies), zeros
+    for some nodes or a 400, nothing is worked out ahead for it (whoever asks)."""
     from policyext.policy.compile import NOT_LOADED
 
     policy_set = _policies() if loaded else NOT_LOADED
-    ahead = verbs.prioritize_ahead(policy_set, _source_of(kind), _pod("web"), ["a", "b"], NOW)
+    ahead = verbs.prioritize_ahead(policy_set, _source_of(kind), _pod("web"), names, NOW)
     assert ahead is None
     synced = _source_of("a synced source")
     assert verbs.prioritize_ahead(_policies(), synced, _pod("web"), ["a", "b"], NOW) is not None
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["a", "b", "c"], ["a"], ["b", "c"]],
+    ids=["more than it passed", "fewer", "others"],
+)
+def test_scores_worked_out_ahead_for_other_names_than_the_filter_passed_are_theirs(
+    names: list[str],
+) -> None:
+    """The filter's rows serve only the names it passed; for others the source's rows are
+    scored, as the prioritize call would score them."""
+    policy_set, source, the_pod = _policies(), _source_of("a synced source"), _pod("web")
+    assert source is not None
+    asked = wire.ExtenderArgs(the_pod, None, ["a", "b", "batch"])
+    filtered = verbs.run_filter(policy_set, source, asked, NOW)
+    assert filtered.passed is not None and filtered.passed[1] == ["a", "b"]
+    ahead = verbs.prioritize_ahead(policy_set, source, the_pod, names, NOW, None, filtered)
+    assert ahead is not None
+    rows, worked_out = ahead
+    assert rows.names == names
+    called = verbs.run_prioritize(policy_set, source, wire.ExtenderArgs(the_pod, None, names), NOW)
+    assert worked_out.body == called.body
