@@ -240,8 +240,8 @@ def _answer(
     if known is not None:
         return _Answered(known, key, known.evaluation, [], {}, prepared, None)  # type: ignore[arg-type]
     nodes, names, unknown = _resolve(args, source)
-    # (the nodes are rows of the node source's table, or Node objects that are not its
-    # own: the request's, or a source's that keeps nothing for them; none to keep values of)
+    # (the nodes are rows of the node source's table, whose values it keeps, or the
+    # request's own Node objects, whose values are not kept: another version, maybe)
     filters = verb == "filter"
     ev = prepared.evaluate(nodes, names=names, filters=filters, scores=not filters, detail=False)
     rows = nodes if isinstance(nodes, NodeRows) else None
