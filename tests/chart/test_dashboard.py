@@ -1,4 +1,4 @@
-"""The Grafana dashboard queries only what the extender exports."""
+"""The Grafana dashboard queries only what the extender and its admission webhook export."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
+from policyext.server.admission_metrics import WebhookMetrics
 from policyext.server.metrics import Metrics
 from tests.chart.chart import CHART
 
@@ -22,10 +23,10 @@ SUFFIXES = {
 
 
 def _exported() -> dict[str, set[str]]:
-    """Every series name the extender exports → the labels it carries."""
-    metrics = Metrics(CollectorRegistry())
+    """Every series name the extender and the webhook export → the labels it carries."""
     series: dict[str, set[str]] = {}
-    for collector in vars(metrics).values():
+    collectors = [*vars(Metrics(CollectorRegistry())).values(), *vars(WebhookMetrics()).values()]
+    for collector in collectors:
         if not isinstance(collector, MetricWrapperBase):
             continue
         name = collector._name.removesuffix("_total")
@@ -75,6 +76,10 @@ def test_every_dashboard_query_names_exported_metrics_and_labels(title: str, exp
         "policyext_pods_without_feasible_node_total",
         "policyext_rule_audit_score_points_total",
         "policyext_refused_requests_total",
+        "policyext_webhook_reviews_total",
+        "policyext_webhook_unchecked_reviews_total",
+        "policyext_webhook_review_duration_seconds",
+        "policyext_webhook_requests_total",
     ],
 )
 def test_the_dashboard_shows_what_an_operator_needs(topic: str) -> None:
@@ -87,3 +92,11 @@ def test_every_panel_has_a_unique_id_and_uses_the_chosen_data_source() -> None:
     for panel in panels:
         if panel["type"] != "row":
             assert panel["datasource"]["uid"] == "${datasource}"
+
+
+def test_the_webhook_panels_read_the_webhooks_own_service() -> None:
+    """The webhook is scraped through its own Service (job `<fullname>-webhook`): its panels
+    select that job for each job chosen, and no other panel reads its series."""
+    for title, expr in TARGETS:
+        reads_webhook = "policyext_webhook_" in expr
+        assert reads_webhook == ('job=~"($job)-webhook"' in expr), title
