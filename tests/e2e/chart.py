@@ -25,8 +25,15 @@ import yaml
 
 from tests.chart.chart import process
 from tests.chart.helmbin import HelmUnavailable, ensure_helm
-from tests.e2e.controlplane import ApiError, Component, ControlPlane, KubeClient, free_port
-from tests.e2e.extender import http_get
+from tests.e2e.controlplane import (
+    ApiError,
+    Component,
+    ControlPlane,
+    KubeClient,
+    free_port,
+    pod,
+)
+from tests.e2e.extender import http_get, spot_and_on_demand
 from tests.unavailable import skip_or_fail
 from tests.waiting import PATIENCE
 
@@ -100,43 +107,29 @@ def object_path(obj: Json, namespace: str) -> str:
     return f"{base}/{obj['metadata']['name']}"
 
 
-def token(admin: KubeClient, namespace: str, account: str) -> str:
-    """A token of one of the chart's ServiceAccounts (TokenRequest API)."""
-    issued: str = admin.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600},
-        },
-    )["status"]["token"]
-    return issued
-
-
 def service_account_kubeconfig(
     control_plane: ControlPlane, admin: KubeClient, namespace: str, account: str, path: Path
 ) -> Path:
     """A kubeconfig with a token of one of the chart's ServiceAccounts: what the token its
     container mounts would be (kube-scheduler's projected one, the extender's Secret)."""
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "e2e",
-                "cluster": {
-                    "server": control_plane.server,
-                    "certificate-authority": str(control_plane.ca_file),
-                },
-            }
-        ],
-        "users": [{"name": "chart", "user": {"token": token(admin, namespace, account)}}],
-        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "chart"}}],
-        "current-context": "e2e",
-    }
-    path.write_text(yaml.safe_dump(document))
-    path.chmod(0o600)
-    return path
+    token = admin.service_account_token(namespace, account)
+    return control_plane.write_token_kubeconfig("chart", token, path)
+
+
+def placed_on(admin: KubeClient, namespace: str, scheduler: str, labels: dict[str, str]) -> str:
+    """The node a pod of the chart's scheduler (`scheduler`, with `labels`) is bound to,
+    beside a fresh spot and on-demand node: "spot" or "on-demand" (without the pair's
+    suffix), or the whole name of any other node."""
+    suffix = spot_and_on_demand(admin)
+    name = f"pod-{suffix}"
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name=scheduler, labels=labels)
+    )
+    seen = admin.wait_for(
+        f"/api/v1/namespaces/{namespace}/pods/{name}", lambda p: bool(p["spec"].get("nodeName"))
+    )
+    node: str = seen["spec"]["nodeName"]
+    return node.removesuffix(f"-{suffix}")
 
 
 def replace_flag(args: list[str], flag: str, value: str | None) -> list[str]:

@@ -385,6 +385,19 @@ class KubeClient:
     def create(self, path: str, body: Json) -> Json:
         return self.request("POST", path, body)
 
+    def service_account_token(self, namespace: str, account: str) -> str:
+        """A token of a ServiceAccount for an hour (TokenRequest API): what a pod of it
+        would mount."""
+        issued: str = self.create(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 3600},
+            },
+        )["status"]["token"]
+        return issued
+
     def delete(self, path: str, **query: str) -> Json:
         return self.request("DELETE", path, query=query)
 
@@ -760,6 +773,13 @@ class ControlPlane:
         """A kubeconfig for one of the harness's identities (e.g. for policyext itself);
         `server` replaces the API server's address (e.g. a relay in front of it)."""
         who = self.identities[identity]
+        return self.write_token_kubeconfig(who.user, who.token, path, server)
+
+    def write_token_kubeconfig(
+        self, user: str, token: str, path: Path, server: str | None = None
+    ) -> Path:
+        """A kubeconfig (readable by its owner only) that calls the API server as `user`
+        with `token` (a harness identity's, or a ServiceAccount's from the TokenRequest API)."""
         document = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -772,8 +792,8 @@ class ControlPlane:
                     },
                 }
             ],
-            "users": [{"name": who.user, "user": {"token": who.token}}],
-            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": who.user}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
             "current-context": "e2e",
         }
         path.write_text(yaml.safe_dump(document, sort_keys=False))

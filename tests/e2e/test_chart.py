@@ -26,7 +26,7 @@ from tests.chart.chart import CHART
 from tests.e2e import chart
 from tests.e2e.chart import Running
 from tests.e2e.controlplane import ApiError, ControlPlane, KubeClient, pod
-from tests.e2e.extender import CRITICAL_OFF_SPOT, bind_count, http_get, spot_and_on_demand
+from tests.e2e.extender import CRITICAL_OFF_SPOT, bind_count, http_get
 from tests.e2e.rbac import can
 from tests.unavailable import skip_or_fail
 from tests.waiting import PATIENCE, eventually
@@ -138,8 +138,8 @@ def test_the_extenders_identity_is_refused_what_kube_schedulers_may_do(
     """The two ServiceAccounts as the chart bound them: the extender binds (extender.bind)
     but cannot delete a pod or read Secrets, which kube-scheduler's identity may partly do."""
     ns = installed.namespace
-    extender = KubeClient(admin.port, chart.token(admin, ns, EXTENDER_SA), admin.context)
-    scheduler = KubeClient(admin.port, chart.token(admin, ns, SCHEDULER_SA), admin.context)
+    extender = KubeClient(admin.port, admin.service_account_token(ns, EXTENDER_SA), admin.context)
+    scheduler = KubeClient(admin.port, admin.service_account_token(ns, SCHEDULER_SA), admin.context)
     name = f"victim-{uuid.uuid4().hex[:6]}"
     admin.create(f"/api/v1/namespaces/{namespace}/pods", pod(name, scheduler_name="nobody"))
 
@@ -181,20 +181,8 @@ def test_the_charts_scheduler_places_pods_with_the_charts_policies_and_identity(
     labels: dict[str, str],
     lands_on: str,
 ) -> None:
-    suffix = spot_and_on_demand(admin)
-    name = f"pod-{suffix}"
     binds = bind_count(running.ops_url)
-    admin.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        pod(name, scheduler_name=SCHEDULER_NAME, labels=labels),
-    )
-
-    seen = admin.wait_for(
-        f"/api/v1/namespaces/{namespace}/pods/{name}",
-        lambda p: bool(p["spec"].get("nodeName")),
-    )
-
-    assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
+    assert chart.placed_on(admin, namespace, SCHEDULER_NAME, labels) == lands_on
     # the extender bound it, as the chart's ServiceAccount (pods/binding)
     # (counted once our handler returns, a moment after the API shows the binding)
     eventually(lambda: bind_count(running.ops_url) == binds + 1)
@@ -311,15 +299,7 @@ def _service_account_token(admin: KubeClient, namespace: str, name: str) -> str:
         f"/api/v1/namespaces/{namespace}/serviceaccounts",
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
     )
-    token: str = admin.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600},
-        },
-    )["status"]["token"]
-    return token
+    return admin.service_account_token(namespace, name)
 
 
 def test_kube_schedulers_metrics_answer_a_scraper_allowed_to_get_them(

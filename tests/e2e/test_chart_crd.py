@@ -45,9 +45,8 @@ from tests.e2e.controlplane import (
     KubeClient,
     free_port,
     host_address,
-    pod,
 )
-from tests.e2e.extender import CRITICAL_OFF_SPOT, http_get, spot_and_on_demand
+from tests.e2e.extender import CRITICAL_OFF_SPOT, http_get
 from tests.e2e.rbac import can
 from tests.e2e.test_crd import CRD_NAME, CRDS, PLURAL, POLICIES, STRICT
 from tests.e2e.test_webhook import PROBLEM, TYPO, WEBHOOK
@@ -357,7 +356,9 @@ def test_a_policy_created_through_the_api_is_served_and_its_status_has_this_repl
     assert f"policyext/{replica}" in {f["manager"] for f in seen["metadata"]["managedFields"]}
     # written with the chart's ServiceAccount, which may write the status and not the spec
     extender = KubeClient(
-        admin.port, chart.token(admin, installed.namespace, installed.fullname), admin.context
+        admin.port,
+        admin.service_account_token(installed.namespace, installed.fullname),
+        admin.context,
     )
     assert can(extender, "patch", PLURAL, subresource="status", group=GROUP)
     assert not can(extender, "update", PLURAL, group=GROUP)
@@ -375,19 +376,7 @@ def test_the_charts_scheduler_places_pods_by_the_policy_created_through_the_api(
     labels: dict[str, str],
     lands_on: str,
 ) -> None:
-    suffix = spot_and_on_demand(admin)
-    name = f"pod-{suffix}"
-    admin.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        pod(name, scheduler_name=SCHEDULER_NAME, labels=labels),
-    )
-
-    seen = admin.wait_for(
-        f"/api/v1/namespaces/{namespace}/pods/{name}",
-        lambda p: bool(p["spec"].get("nodeName")),
-    )
-
-    assert seen["spec"]["nodeName"] == f"{lands_on}-{suffix}"
+    assert chart.placed_on(admin, namespace, SCHEDULER_NAME, labels) == lands_on
 
 
 def test_an_update_the_webhook_refuses_leaves_the_served_generation(

@@ -402,38 +402,14 @@ def _chart_identity(control_plane: ControlPlane, admin: KubeClient, namespace: s
         f"/api/v1/namespaces/{namespace}/serviceaccounts",
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}},
     )
-    token = admin.create(
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-    )["status"]["token"]
+    token = admin.service_account_token(namespace, account)
     identity = KubeClient(admin.port, token, admin.context)
     eventually(lambda: can(identity, "patch", PLURAL, subresource="status", group=GROUP))
     assert can(identity, "watch", PLURAL, group=GROUP)
     assert not can(identity, "update", PLURAL, group=GROUP)  # the spec is the authors'
     assert not can(identity, "update", PLURAL, subresource="status", group=GROUP)
     path = control_plane.workdir / f"{namespace}-{account}.kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "e2e",
-                        "cluster": {
-                            "server": control_plane.server,
-                            "certificate-authority": str(control_plane.ca_file),
-                        },
-                    }
-                ],
-                "users": [{"name": account, "user": {"token": token}}],
-                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": account}}],
-                "current-context": "e2e",
-            }
-        )
-    )
-    path.chmod(0o600)
-    return path
+    return control_plane.write_token_kubeconfig(account, token, path)
 
 
 def _says(obj: Json, ready: str, served: int) -> bool:
