@@ -776,8 +776,8 @@ ORDER_TESTS = [
 def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_decides_it(
     monkeypatch: pytest.MonkeyPatch, constant: str
 ) -> None:
-    from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
+    from tests.policy.helpers import policies, policy
 
     # the node's size against the pod's, from their labels ('bad' fails)
     size = "quantity(node.metadata.?labels[?'size'].orValue('bad'))"
@@ -789,14 +789,7 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
     policy_set = policies(policy("p", "filters:\n" + rules))
     roots = [rule.compiled.plan.columns.root for rule in policy_set.policies[0].filters]  # type: ignore[union-attr]
     assert all(getattr(root, "admits", None) is not None for root in roots), "tested as orders"
-    source = ClusterSource(fake_api())  # fed by hand: no API server
-    names = [f"n{i}" for i in range(len(SIZES) + 1)]
-    source.replace(
-        "nodes",
-        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
-        + [node(names[-1])],
-    )
-    source.replace("pods", [])
+    source, names = _sized_nodes()
     pod = make_pod(labels={"size": constant})
     by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
     assert by_columns == exact
@@ -804,6 +797,22 @@ def test_a_quantity_tested_against_a_constant_is_decided_as_the_exact_evaluator_
     compared = _exact_compares(monkeypatch)
     prepare(policy_set, pod, source, NOW).evaluate(source.node_rows([*names]))  # type: ignore[arg-type]
     assert 0 < len(compared) <= len(_close_to(constant)) * len(ORDER_TESTS)
+
+
+def _sized_nodes() -> tuple[ClusterSource, list[str]]:
+    """A node source fed by hand (no API server) with a node labelled with each of SIZES,
+    and one without the label; and their names."""
+    from tests.policy.helpers import node
+
+    source = ClusterSource(fake_api())
+    names = [f"n{i}" for i in range(len(SIZES) + 1)]
+    source.replace(
+        "nodes",
+        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
+        + [node(names[-1])],
+    )
+    source.replace("pods", [])
+    return source, names
 
 
 def _close_to(constant: str) -> list[str]:
@@ -828,8 +837,8 @@ def test_a_quantitys_order_against_a_constant_is_the_exact_evaluators(
     """As often as the kept columns are asked, and after a node's size became one that
     fails (a row unknown, and no quantity kept for it)."""
     from policyext.policy.columns.quantities import QuantityCompare
-    from tests.policy.helpers import node, policies, policy
     from tests.policy.helpers import pod as make_pod
+    from tests.policy.helpers import policies, policy
 
     size = "quantity(node.metadata.?labels[?'size'].orValue('bad'))"
     quantity = "quantity(pod.metadata.?labels[?'size'].orValue('bad'))"
@@ -845,14 +854,7 @@ def test_a_quantitys_order_against_a_constant_is_the_exact_evaluators(
     roots = [rule.compiled.plan.columns.root for rule in compiled.scores]  # type: ignore[union-attr]
     assert all(type(root) is QuantityCompare and root.admits is None for root in roots)
     orders = sum(map(len, ORDERS.values()))
-    source = ClusterSource(fake_api())  # fed by hand: no API server
-    names = [f"n{i}" for i in range(len(SIZES) + 1)]
-    source.replace(
-        "nodes",
-        [node(n, labels={"size": size}) for n, size in zip(names, SIZES, strict=False)]
-        + [node(names[-1])],
-    )
-    source.replace("pods", [])
+    source, names = _sized_nodes()
     pod = make_pod(labels={"size": constant, "order": "1"})
     for _ in range(3):
         by_columns, exact = _kept_and_exact(policy_set, pod, source, names)
